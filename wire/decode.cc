@@ -1,0 +1,204 @@
+// Frame -> RocePacket. Every length is checked before the bytes it covers are read.
+#include <cstring>
+
+#include "wire/icrc.h"
+#include "wire/packet.h"
+
+namespace ndnic::wire {
+namespace {
+
+const char* const kRejectNames[] = {
+    "ok",
+    "truncated_ethernet",
+    "not_ip",
+    "truncated_ip",
+    "bad_ip_version",
+    "bad_ip_header_length",
+    "bad_ip_total_length",
+    "bad_ip_checksum",
+    "ip_fragment",
+    "not_udp",
+    "truncated_udp",
+    "bad_udp_length",
+    "not_roce_v2_port",
+    "truncated_bth",
+    "bad_transport_version",
+    "unknown_opcode",
+    "header_length_mismatch",
+    "payload_length_mismatch",
+    "pad_length_mismatch",
+    "icrc_mismatch",
+};
+static_assert(sizeof(kRejectNames) / sizeof(kRejectNames[0]) == size_t(Reject::kCount));
+
+void decode_ext_headers(const uint8_t* p, uint8_t ext, RocePacket* out) {
+  if (ext & kHdrDeth) {
+    out->deth.qkey = load_be32(p);
+    out->deth.src_qp = load_be24(p + 5);
+    p += kDethLen;
+  }
+  if (ext & kHdrReth) {
+    out->reth.va = load_be64(p);
+    out->reth.rkey = load_be32(p + 8);
+    out->reth.dma_len = load_be32(p + 12);
+    p += kRethLen;
+  }
+  if (ext & kHdrAtomicEth) {
+    out->atomic.va = load_be64(p);
+    out->atomic.rkey = load_be32(p + 8);
+    out->atomic.swap_add = load_be64(p + 12);
+    out->atomic.compare = load_be64(p + 20);
+    p += kAtomicEthLen;
+  }
+  if (ext & kHdrAeth) {
+    out->aeth.syndrome = p[0];
+    out->aeth.msn = load_be24(p + 1);
+    p += kAethLen;
+  }
+  if (ext & kHdrAtomicAckEth) {
+    out->atomic_ack.orig = load_be64(p);
+    p += kAtomicAckEthLen;
+  }
+  if (ext & kHdrImmDt) {
+    out->imm = load_be32(p);
+    p += kImmDtLen;
+  }
+  if (ext & kHdrIeth) out->ieth_rkey = load_be32(p);
+}
+
+Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions& opt) {
+  if (len < kEthHdrLen) return Reject::kTruncatedEthernet;
+  std::memcpy(out->eth.dst, f, 6);
+  std::memcpy(out->eth.src, f + 6, 6);
+  size_t off = kEthHdrLen;
+  uint16_t ethertype = load_be16(f + 12);
+  out->eth.has_vlan = ethertype == kEtherTypeVlan;
+  out->eth.vlan_tci = 0;
+  if (out->eth.has_vlan) {
+    if (len < kEthHdrLen + kVlanTagLen) return Reject::kTruncatedEthernet;
+    out->eth.vlan_tci = load_be16(f + 14);
+    ethertype = load_be16(f + 16);
+    off += kVlanTagLen;
+  }
+  out->eth.ethertype = ethertype;
+
+  const uint8_t* l3 = f + off;
+  const size_t l3_avail = len - off;
+  const uint8_t* l4;
+  size_t l4_len;
+  if (ethertype == kEtherTypeIpv4) {
+    out->ipv6 = false;
+    if (l3_avail < kIpv4HdrLen) return Reject::kTruncatedIp;
+    if (l3[0] >> 4 != 4) return Reject::kBadIpVersion;
+    size_t ihl = size_t(l3[0] & 0x0f) * 4;
+    if (ihl < kIpv4HdrLen || ihl > l3_avail) return Reject::kBadIpHeaderLength;
+    size_t total = load_be16(l3 + 2);
+    if (total < ihl || total > l3_avail) return Reject::kBadIpTotalLength;
+    if (opt.check_ip_checksum && ipv4_header_checksum(l3, ihl) != 0) return Reject::kBadIpChecksum;
+    auto& ip = out->ip4;
+    ip.tos = l3[1];
+    ip.id = load_be16(l3 + 4);
+    ip.frag = load_be16(l3 + 6);
+    if (ip.frag & 0x3fff) return Reject::kIpFragment;  // MF or a fragment offset
+    ip.ttl = l3[8];
+    if (l3[9] != kIpProtoUdp) return Reject::kNotUdp;
+    ip.checksum = load_be16(l3 + 10);
+    ip.src = load_be32(l3 + 12);
+    ip.dst = load_be32(l3 + 16);
+    ip.options = ihl > kIpv4HdrLen ? l3 + kIpv4HdrLen : nullptr;
+    ip.options_len = uint8_t(ihl - kIpv4HdrLen);
+    l4 = l3 + ihl;
+    l4_len = total - ihl;
+  } else if (ethertype == kEtherTypeIpv6) {
+    out->ipv6 = true;
+    if (l3_avail < kIpv6HdrLen) return Reject::kTruncatedIp;
+    if (l3[0] >> 4 != 6) return Reject::kBadIpVersion;
+    size_t plen = load_be16(l3 + 4);
+    if (plen > l3_avail - kIpv6HdrLen) return Reject::kBadIpTotalLength;
+    if (l3[6] != kIpProtoUdp) return Reject::kNotUdp;  // extension headers are not used by RoCEv2
+    auto& ip = out->ip6;
+    uint32_t w0 = load_be32(l3);
+    ip.traffic_class = uint8_t(w0 >> 20);
+    ip.flow_label = w0 & 0xfffff;
+    ip.hop_limit = l3[7];
+    std::memcpy(ip.src, l3 + 8, 16);
+    std::memcpy(ip.dst, l3 + 24, 16);
+    l4 = l3 + kIpv6HdrLen;
+    l4_len = plen;
+  } else {
+    return Reject::kNotIp;
+  }
+
+  if (l4_len < kUdpHdrLen) return Reject::kTruncatedUdp;
+  size_t udp_len = load_be16(l4 + 4);
+  if (udp_len != l4_len) return Reject::kBadUdpLength;
+  out->udp.src_port = load_be16(l4);
+  out->udp.dst_port = load_be16(l4 + 2);
+  out->udp.checksum = load_be16(l4 + 6);
+  if (out->udp.dst_port != kRoceV2Port) return Reject::kNotRoceV2Port;
+
+  const uint8_t* ib = l4 + kUdpHdrLen;
+  const size_t ib_len = udp_len - kUdpHdrLen;
+  if (ib_len < kBthLen + kIcrcLen) return Reject::kTruncatedBth;
+  auto& bth = out->bth;
+  bth.opcode = ib[0];
+  bth.se = ib[1] & 0x80;
+  bth.mig = ib[1] & 0x40;
+  bth.pad = (ib[1] >> 4) & 3;
+  bth.tver = ib[1] & 0x0f;
+  bth.pkey = load_be16(ib + 2);
+  bth.dest_qp = load_be24(ib + 5);
+  uint32_t apsn = load_be32(ib + 8);
+  bth.ack_req = apsn >> 31;
+  bth.psn = apsn & kPsnMask;
+  if (bth.tver != 0) return Reject::kBadTransportVersion;
+  const OpcodeInfo& info = opcode_info(bth.opcode);
+  if (!info.name) return Reject::kUnknownOpcode;
+  if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
+  const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
+  if (!info.has_payload) {
+    if (bth.pad != 0) return Reject::kPadLengthMismatch;
+    if (body != 0) return Reject::kPayloadLengthMismatch;
+  } else if (body % 4 != 0 || bth.pad > body ||
+             (bth.pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
+    return Reject::kPadLengthMismatch;
+  }
+  decode_ext_headers(ib + kBthLen, info.ext, out);
+  out->payload = ib + kBthLen + info.ext_len;
+  out->payload_len = uint32_t(body - bth.pad);
+  const uint8_t* icrc_at = ib + ib_len - kIcrcLen;
+  out->icrc = uint32_t(icrc_at[0]) | uint32_t(icrc_at[1]) << 8 | uint32_t(icrc_at[2]) << 16 |
+              uint32_t(icrc_at[3]) << 24;
+  if (opt.check_icrc && icrc_compute(l3, out->ipv6, ib_len - kIcrcLen) != out->icrc)
+    return Reject::kIcrcMismatch;
+  return Reject::kOk;
+}
+
+}  // namespace
+
+const char* reject_name(Reject r) {
+  size_t i = size_t(r);
+  return i < size_t(Reject::kCount) ? kRejectNames[i] : "invalid";
+}
+
+uint64_t RejectCounters::total_rejected() const {
+  uint64_t n = 0;
+  for (size_t i = 1; i < size_t(Reject::kCount); i++) n += count[i];
+  return n;
+}
+
+uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
+  uint32_t sum = 0;
+  for (size_t i = 0; i + 1 < len; i += 2) sum += load_be16(hdr + i);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return uint16_t(~sum);
+}
+
+Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const DecodeOptions& opt,
+                    RejectCounters* counters) {
+  Reject r = decode(frame, len, out, opt);
+  if (counters) counters->add(r);
+  return r;
+}
+
+}  // namespace ndnic::wire

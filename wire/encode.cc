@@ -1,0 +1,148 @@
+// RocePacket -> frame. The pad count is derived from payload_len (bth.pad is not read), the
+// lengths and the IPv4 checksum from the rest, so a packet built field by field is valid.
+#include <cstring>
+
+#include "wire/icrc.h"
+#include "wire/packet.h"
+
+namespace ndnic::wire {
+namespace {
+
+size_t ip_header_length(const RocePacket& p) {
+  return p.ipv6 ? kIpv6HdrLen : kIpv4HdrLen + p.ip4.options_len;
+}
+
+uint8_t* encode_ext_headers(const RocePacket& p, uint8_t ext, uint8_t* o) {
+  if (ext & kHdrDeth) {
+    store_be32(o, p.deth.qkey);
+    o[4] = 0;
+    store_be24(o + 5, p.deth.src_qp);
+    o += kDethLen;
+  }
+  if (ext & kHdrReth) {
+    store_be64(o, p.reth.va);
+    store_be32(o + 8, p.reth.rkey);
+    store_be32(o + 12, p.reth.dma_len);
+    o += kRethLen;
+  }
+  if (ext & kHdrAtomicEth) {
+    store_be64(o, p.atomic.va);
+    store_be32(o + 8, p.atomic.rkey);
+    store_be64(o + 12, p.atomic.swap_add);
+    store_be64(o + 20, p.atomic.compare);
+    o += kAtomicEthLen;
+  }
+  if (ext & kHdrAeth) {
+    o[0] = p.aeth.syndrome;
+    store_be24(o + 1, p.aeth.msn);
+    o += kAethLen;
+  }
+  if (ext & kHdrAtomicAckEth) {
+    store_be64(o, p.atomic_ack.orig);
+    o += kAtomicAckEthLen;
+  }
+  if (ext & kHdrImmDt) {
+    store_be32(o, p.imm);
+    o += kImmDtLen;
+  }
+  if (ext & kHdrIeth) {
+    store_be32(o, p.ieth_rkey);
+    o += kIethLen;
+  }
+  return o;
+}
+
+}  // namespace
+
+size_t header_length(const RocePacket& p) {
+  return kEthHdrLen + (p.eth.has_vlan ? kVlanTagLen : 0) + ip_header_length(p) + kUdpHdrLen +
+         kBthLen + opcode_info(p.bth.opcode).ext_len;
+}
+
+size_t frame_length(const RocePacket& p) {
+  return header_length(p) + p.payload_len + pad_for(p.payload_len) + kIcrcLen;
+}
+
+size_t encode_headers(const RocePacket& p, uint8_t* out) {
+  const OpcodeInfo& info = opcode_info(p.bth.opcode);
+  const uint8_t pad = pad_for(p.payload_len);
+  const size_t udp_len = kUdpHdrLen + kBthLen + info.ext_len + p.payload_len + pad + kIcrcLen;
+
+  uint8_t* o = out;
+  std::memcpy(o, p.eth.dst, 6);
+  std::memcpy(o + 6, p.eth.src, 6);
+  o += 12;
+  if (p.eth.has_vlan) {
+    store_be16(o, kEtherTypeVlan);
+    store_be16(o + 2, p.eth.vlan_tci);
+    o += 4;
+  }
+  store_be16(o, p.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4);
+  o += 2;
+
+  if (p.ipv6) {
+    const auto& ip = p.ip6;
+    store_be32(o, 6u << 28 | uint32_t(ip.traffic_class) << 20 | (ip.flow_label & 0xfffff));
+    store_be16(o + 4, uint16_t(udp_len));
+    o[6] = kIpProtoUdp;
+    o[7] = ip.hop_limit;
+    std::memcpy(o + 8, ip.src, 16);
+    std::memcpy(o + 24, ip.dst, 16);
+    o += kIpv6HdrLen;
+  } else {
+    const auto& ip = p.ip4;
+    const size_t ihl = kIpv4HdrLen + ip.options_len;
+    o[0] = uint8_t(0x40 | (ihl / 4));
+    o[1] = ip.tos;
+    store_be16(o + 2, uint16_t(ihl + udp_len));
+    store_be16(o + 4, ip.id);
+    store_be16(o + 6, ip.frag);
+    o[8] = ip.ttl;
+    o[9] = kIpProtoUdp;
+    store_be16(o + 10, 0);
+    store_be32(o + 12, ip.src);
+    store_be32(o + 16, ip.dst);
+    if (ip.options_len) std::memcpy(o + kIpv4HdrLen, ip.options, ip.options_len);
+    store_be16(o + 10, ipv4_header_checksum(o, ihl));
+    o += ihl;
+  }
+
+  store_be16(o, p.udp.src_port);
+  store_be16(o + 2, p.udp.dst_port);
+  store_be16(o + 4, uint16_t(udp_len));
+  store_be16(o + 6, p.udp.checksum);
+  o += kUdpHdrLen;
+
+  const auto& bth = p.bth;
+  o[0] = bth.opcode;
+  o[1] = uint8_t((bth.se ? 0x80 : 0) | (bth.mig ? 0x40 : 0) | pad << 4 | (bth.tver & 0x0f));
+  store_be16(o + 2, bth.pkey);
+  o[4] = 0;
+  store_be24(o + 5, bth.dest_qp & kPsnMask);
+  store_be32(o + 8, (bth.ack_req ? 0x80000000u : 0) | (bth.psn & kPsnMask));
+  o += kBthLen;
+  o = encode_ext_headers(p, info.ext, o);
+  return size_t(o - out);
+}
+
+size_t encode_frame(const RocePacket& p, uint8_t* out, size_t cap) {
+  const size_t total = frame_length(p);
+  if (cap < total) return 0;
+  const size_t hdr = encode_headers(p, out);
+  uint8_t* o = out + hdr;
+  if (p.payload_len) std::memcpy(o, p.payload, p.payload_len);
+  o += p.payload_len;
+  const uint8_t pad = pad_for(p.payload_len);
+  std::memset(o, 0, pad);
+  o += pad;
+  const size_t l3_off = kEthHdrLen + (p.eth.has_vlan ? kVlanTagLen : 0);
+  const size_t ib_off = l3_off + ip_header_length(p) + kUdpHdrLen;
+  const uint32_t icrc = icrc_compute(out + l3_off, p.ipv6, size_t(o - out) - ib_off);
+  o[0] = uint8_t(icrc);
+  o[1] = uint8_t(icrc >> 8);
+  o[2] = uint8_t(icrc >> 16);
+  o[3] = uint8_t(icrc >> 24);
+  return total;
+}
+
+}  // namespace ndnic::wire

@@ -1,0 +1,100 @@
+// A decoded RoCEv2 frame and the encoder/decoder between it and bytes on the wire.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "wire/headers.h"
+#include "wire/opcode.h"
+
+namespace ndnic::wire {
+
+/// Every field of one RoCEv2 frame, host order. Which extension-header members are meaningful
+/// follows from opcode_info(bth.opcode).ext.
+struct RocePacket {
+  EthFields eth;
+  bool ipv6 = false;         ///< IPv6 (ip6) rather than IPv4 (ip4)
+  Ipv4Fields ip4;
+  Ipv6Fields ip6;
+  UdpFields udp;
+  BthFields bth;
+  RethFields reth;
+  AethFields aeth;
+  uint32_t ieth_rkey = 0;    ///< IETH: the R_Key to invalidate
+  uint32_t imm = 0;          ///< ImmDt, as the 32-bit big-endian value on the wire
+  AtomicEthFields atomic;
+  AtomicAckEthFields atomic_ack;
+  DethFields deth;
+  const uint8_t* payload = nullptr;  ///< decode: points into the frame; encode: source bytes
+  uint32_t payload_len = 0;  ///< payload bytes, excluding pad
+  uint32_t icrc = 0;         ///< ICRC as received (decode) or computed (encode)
+};
+
+/// Why the decoder refused a frame. Every reason is a counter (RejectCounters), never a log line.
+enum class Reject : uint8_t {
+  kOk = 0,
+  kTruncatedEthernet,        ///< shorter than an Ethernet (+802.1Q) header
+  kNotIp,                    ///< EtherType is neither IPv4 nor IPv6
+  kTruncatedIp,              ///< shorter than the IP header
+  kBadIpVersion,             ///< version nibble disagrees with the EtherType
+  kBadIpHeaderLength,        ///< IPv4 IHL < 5, or options run past the frame
+  kBadIpTotalLength,         ///< IP total/payload length larger than the frame or smaller than the header
+  kBadIpChecksum,            ///< IPv4 header checksum wrong
+  kIpFragment,               ///< MF set or a non-zero fragment offset
+  kNotUdp,                   ///< IP protocol / next header is not UDP
+  kTruncatedUdp,             ///< no room for the UDP header
+  kBadUdpLength,             ///< UDP length disagrees with the IP length
+  kNotRoceV2Port,            ///< UDP destination port is not 4791
+  kTruncatedBth,             ///< no room for BTH + ICRC
+  kBadTransportVersion,      ///< BTH TVer is not 0
+  kUnknownOpcode,            ///< opcode not in the table
+  kHeaderLengthMismatch,     ///< extension headers do not fit in the packet
+  kPayloadLengthMismatch,    ///< payload on an opcode that carries none
+  kPadLengthMismatch,        ///< payload + pad not a multiple of 4, pad larger than it, or pad on FIRST/MIDDLE
+  kIcrcMismatch,             ///< ICRC does not match the packet
+  kCount,
+};
+
+/// Short stable name of a reason ("truncated_ethernet", ...), for counters and tools.
+const char* reject_name(Reject r);
+
+/// One counter per reason; index with static_cast<size_t>(Reject).
+struct RejectCounters {
+  uint64_t count[static_cast<size_t>(Reject::kCount)] = {};
+  void add(Reject r) { count[static_cast<size_t>(r)]++; }
+  uint64_t operator[](Reject r) const { return count[static_cast<size_t>(r)]; }
+  uint64_t total_rejected() const;
+};
+
+struct DecodeOptions {
+  bool check_icrc = true;          ///< off when the caller checks it elsewhere (e.g. folded into a copy)
+  bool check_ip_checksum = true;   ///< off when the port verified it in hardware
+};
+
+/// Decodes an Ethernet frame. Never reads outside [frame, frame+len). On success `out` points
+/// into `frame` for the payload. Counts the outcome in `counters` when given.
+Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out,
+                    const DecodeOptions& opt = {}, RejectCounters* counters = nullptr);
+
+/// Length of the headers encode_headers() writes: Ethernet (+tag), IP, UDP, BTH, extension headers.
+size_t header_length(const RocePacket& p);
+
+/// Length of the whole frame encode_frame() writes (headers, payload, pad, ICRC).
+size_t frame_length(const RocePacket& p);
+
+/// Writes the headers of `p` (IP total length, UDP length and the IPv4 header checksum computed
+/// from payload_len and bth.pad) into `out`, which must hold header_length(p) bytes.
+/// Returns header_length(p). The ICRC is not written; see encode_frame or icrc.h.
+size_t encode_headers(const RocePacket& p, uint8_t* out);
+
+/// Writes the complete frame: headers, payload, zeroed pad bytes and the ICRC. Returns the
+/// frame length, or 0 when `cap` is too small. `p.icrc` is not read.
+size_t encode_frame(const RocePacket& p, uint8_t* out, size_t cap);
+
+/// The pad count a payload of `len` bytes needs on the wire.
+inline uint8_t pad_for(uint32_t len) { return uint8_t((4 - (len & 3)) & 3); }
+
+/// RFC 1071 checksum of an IPv4 header (the checksum field is included as it stands).
+uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len);
+
+}  // namespace ndnic::wire
