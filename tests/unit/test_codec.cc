@@ -1,0 +1,276 @@
+// Encoder/decoder: round trips over every opcode, and one named reject per malformation.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "tests/unit/packet_builder.h"
+#include "wire/icrc.h"
+#include "wire/packet.h"
+
+namespace ndnic::wire {
+namespace {
+
+using testing::build_packet;
+
+void expect_same_fields(const RocePacket& a, const RocePacket& b) {
+  const OpcodeInfo& info = opcode_info(a.bth.opcode);
+  EXPECT_EQ(0, std::memcmp(a.eth.dst, b.eth.dst, 6));
+  EXPECT_EQ(0, std::memcmp(a.eth.src, b.eth.src, 6));
+  EXPECT_EQ(a.eth.has_vlan, b.eth.has_vlan);
+  if (a.eth.has_vlan) {
+    EXPECT_EQ(a.eth.vlan_tci, b.eth.vlan_tci);
+  }
+  EXPECT_EQ(a.ipv6, b.ipv6);
+  if (a.ipv6) {
+    EXPECT_EQ(0, std::memcmp(a.ip6.src, b.ip6.src, 16));
+    EXPECT_EQ(0, std::memcmp(a.ip6.dst, b.ip6.dst, 16));
+    EXPECT_EQ(a.ip6.flow_label, b.ip6.flow_label);
+    EXPECT_EQ(a.ip6.traffic_class, b.ip6.traffic_class);
+    EXPECT_EQ(a.ip6.hop_limit, b.ip6.hop_limit);
+  } else {
+    EXPECT_EQ(a.ip4.src, b.ip4.src);
+    EXPECT_EQ(a.ip4.dst, b.ip4.dst);
+    EXPECT_EQ(a.ip4.id, b.ip4.id);
+    EXPECT_EQ(a.ip4.tos, b.ip4.tos);
+    EXPECT_EQ(a.ip4.ttl, b.ip4.ttl);
+  }
+  EXPECT_EQ(a.udp.src_port, b.udp.src_port);
+  EXPECT_EQ(b.udp.dst_port, kRoceV2Port);
+  EXPECT_EQ(a.bth.opcode, b.bth.opcode);
+  EXPECT_EQ(a.bth.se, b.bth.se);
+  EXPECT_EQ(a.bth.ack_req, b.bth.ack_req);
+  EXPECT_EQ(a.bth.dest_qp, b.bth.dest_qp);
+  EXPECT_EQ(a.bth.psn, b.bth.psn);
+  EXPECT_EQ(b.bth.pad, pad_for(a.payload_len));
+  EXPECT_EQ(b.bth.pkey, kDefaultPkey);
+  if (info.ext & kHdrReth) {
+    EXPECT_EQ(a.reth.va, b.reth.va);
+    EXPECT_EQ(a.reth.rkey, b.reth.rkey);
+    EXPECT_EQ(a.reth.dma_len, b.reth.dma_len);
+  }
+  if (info.ext & kHdrAeth) {
+    EXPECT_EQ(a.aeth.syndrome, b.aeth.syndrome);
+    EXPECT_EQ(a.aeth.msn, b.aeth.msn);
+  }
+  if (info.ext & kHdrAtomicEth) {
+    EXPECT_EQ(a.atomic.va, b.atomic.va);
+    EXPECT_EQ(a.atomic.rkey, b.atomic.rkey);
+    EXPECT_EQ(a.atomic.swap_add, b.atomic.swap_add);
+    EXPECT_EQ(a.atomic.compare, b.atomic.compare);
+  }
+  if (info.ext & kHdrAtomicAckEth) {
+    EXPECT_EQ(a.atomic_ack.orig, b.atomic_ack.orig);
+  }
+  if (info.ext & kHdrImmDt) {
+    EXPECT_EQ(a.imm, b.imm);
+  }
+  if (info.ext & kHdrIeth) {
+    EXPECT_EQ(a.ieth_rkey, b.ieth_rkey);
+  }
+  if (info.ext & kHdrDeth) {
+    EXPECT_EQ(a.deth.qkey, b.deth.qkey);
+    EXPECT_EQ(a.deth.src_qp, b.deth.src_qp);
+  }
+  ASSERT_EQ(a.payload_len, b.payload_len);
+  if (a.payload_len) {
+    EXPECT_EQ(0, std::memcmp(a.payload, b.payload, a.payload_len));
+  }
+}
+
+class RoundTrip : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(RoundTrip, EveryOpcodeEverySmallPayload) {
+  auto [ipv6, vlan] = GetParam();
+  std::mt19937_64 rng(42);
+  for (int op = 0; op < 256; op++) {
+    if (!opcode_known(uint8_t(op))) continue;
+    for (uint32_t len : {0u, 1u, 2u, 3u, 4u, 5u, 63u, 64u, 1024u, 4096u}) {
+      auto b = build_packet(uint8_t(op), len, rng, ipv6, vlan);
+      ASSERT_FALSE(b.frame.empty());
+      RocePacket d;
+      const Position pos = opcode_info(uint8_t(op)).position;
+      if ((pos == Position::kFirst || pos == Position::kMiddle) && pad_for(len) != 0) {
+        // FIRST and MIDDLE packets are full path-MTU packets: a pad there is malformed.
+        EXPECT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d), Reject::kPadLengthMismatch);
+        continue;
+      }
+      ASSERT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d), Reject::kOk)
+          << opcode_info(uint8_t(op)).name << " len " << len;
+      expect_same_fields(b.pkt, d);
+      // The frame's own trailing bytes are the ICRC, little-endian.
+      EXPECT_EQ(d.icrc, icrc_compute(b.frame.data() + 14 + (vlan ? 4 : 0), ipv6,
+                                     b.frame.size() - 14 - (vlan ? 4 : 0) -
+                                         (ipv6 ? 40 : 20) - 8 - 4));
+      // Pad bytes go out as zeros.
+      const uint8_t pad = pad_for(b.pkt.payload_len);
+      for (int i = 0; i < pad; i++) EXPECT_EQ(b.frame[b.frame.size() - 5 - i], 0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Framing, RoundTrip,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
+
+TEST(Encode, LengthsAndChecksum) {
+  std::mt19937_64 rng(1);
+  auto b = build_packet(kRcWriteOnly, 61, rng);
+  const uint8_t* ip = b.frame.data() + 14;
+  EXPECT_EQ(b.frame.size(), 14 + 20 + 8 + 12 + 16 + 61 + 3 + 4u);
+  EXPECT_EQ(load_be16(ip + 2), b.frame.size() - 14);
+  EXPECT_EQ(load_be16(ip + 20 + 4), b.frame.size() - 14 - 20);
+  EXPECT_EQ(ipv4_header_checksum(ip, 20), 0);  // a correct header sums to zero
+  EXPECT_EQ((ip[20 + 8 + 1] >> 4) & 3, 3);      // PadCnt
+}
+
+TEST(Encode, CapacityTooSmallWritesNothing) {
+  std::mt19937_64 rng(2);
+  auto b = build_packet(kRcSendOnly, 100, rng);
+  std::vector<uint8_t> small(b.frame.size() - 1, 0xAA);
+  EXPECT_EQ(encode_frame(b.pkt, small.data(), small.size()), 0u);
+  for (uint8_t c : small) ASSERT_EQ(c, 0xAA);
+}
+
+// ---- one malformed frame per reject reason --------------------------------------------
+
+struct Mutation {
+  const char* what;
+  Reject expect;
+  std::function<void(std::vector<uint8_t>&)> apply;
+};
+
+// Offsets inside an untagged IPv4 frame.
+constexpr size_t kIp = 14, kUdp = 34, kBth = 42;
+
+void fix_ip_checksum(std::vector<uint8_t>& f) {
+  store_be16(&f[kIp + 10], 0);
+  store_be16(&f[kIp + 10], ipv4_header_checksum(&f[kIp], (f[kIp] & 0xf) * 4));
+}
+void set_ip_total(std::vector<uint8_t>& f, size_t total) {
+  store_be16(&f[kIp + 2], uint16_t(total));
+  fix_ip_checksum(f);
+}
+// Shrinks the IB part by `n` bytes consistently (IP and UDP lengths follow), keeping the ICRC
+// position at the end; the ICRC is then wrong, but length checks come first.
+void shrink(std::vector<uint8_t>& f, size_t n) {
+  f.resize(f.size() - n);
+  store_be16(&f[kUdp + 4], uint16_t(f.size() - kUdp));
+  set_ip_total(f, f.size() - kIp);
+}
+
+TEST(Decode, EveryMalformationHasItsReason) {
+  std::mt19937_64 rng(7);
+  const std::vector<Mutation> cases = {
+      {"runt", Reject::kTruncatedEthernet, [](auto& f) { f.resize(13); }},
+      {"vlan tag cut", Reject::kTruncatedEthernet,
+       [](auto& f) { f.resize(16); store_be16(&f[12], kEtherTypeVlan); }},
+      {"arp", Reject::kNotIp, [](auto& f) { store_be16(&f[12], kEtherTypeArp); }},
+      {"ip cut", Reject::kTruncatedIp, [](auto& f) { f.resize(kIp + 19); }},
+      {"version 5", Reject::kBadIpVersion, [](auto& f) { f[kIp] = 0x55; }},
+      {"ipv6 ethertype, v4 header", Reject::kBadIpVersion,
+       [](auto& f) { store_be16(&f[12], kEtherTypeIpv6); f.resize(kIp + 60); }},
+      {"ihl 4", Reject::kBadIpHeaderLength, [](auto& f) { f[kIp] = 0x44; }},
+      {"total > frame", Reject::kBadIpTotalLength, [](auto& f) { set_ip_total(f, f.size()); }},
+      {"total < ihl", Reject::kBadIpTotalLength, [](auto& f) { set_ip_total(f, 19); }},
+      {"checksum", Reject::kBadIpChecksum, [](auto& f) { f[kIp + 10] ^= 1; }},
+      {"more fragments", Reject::kIpFragment,
+       [](auto& f) { store_be16(&f[kIp + 6], 0x2000); fix_ip_checksum(f); }},
+      {"fragment offset", Reject::kIpFragment,
+       [](auto& f) { store_be16(&f[kIp + 6], 0x0010); fix_ip_checksum(f); }},
+      {"tcp", Reject::kNotUdp, [](auto& f) { f[kIp + 9] = 6; fix_ip_checksum(f); }},
+      {"udp cut", Reject::kTruncatedUdp,
+       [](auto& f) { f.resize(kUdp + 7); set_ip_total(f, 27); }},
+      {"udp length", Reject::kBadUdpLength, [](auto& f) { f[kUdp + 5] ^= 4; }},
+      {"port", Reject::kNotRoceV2Port, [](auto& f) { store_be16(&f[kUdp + 2], 4790); }},
+      {"no bth", Reject::kTruncatedBth, [](auto& f) { shrink(f, f.size() - kBth - 15); }},
+      {"tver", Reject::kBadTransportVersion, [](auto& f) { f[kBth + 1] |= 1; }},
+      {"opcode 0x15", Reject::kUnknownOpcode, [](auto& f) { f[kBth] = 0x15; }},
+      {"opcode 0xff", Reject::kUnknownOpcode, [](auto& f) { f[kBth] = 0xff; }},
+      {"reth cut", Reject::kHeaderLengthMismatch,
+       [](auto& f) { shrink(f, 36); f[kBth] = kRcWriteOnly; }},
+      {"atomiceth cut", Reject::kHeaderLengthMismatch, [](auto& f) { f[kBth] = kRcFetchAdd; shrink(f, 24); }},
+      {"ack with payload", Reject::kPayloadLengthMismatch,
+       [](auto& f) { f[kBth] = kRcReadRequest; f[kBth + 1] &= 0xcf; }},
+      {"ack with pad", Reject::kPadLengthMismatch, [](auto& f) { f[kBth] = kRcAck; }},
+      {"unaligned", Reject::kPadLengthMismatch, [](auto& f) { shrink(f, 1); }},
+      {"pad on first", Reject::kPadLengthMismatch, [](auto& f) { f[kBth] = kRcSendFirst; }},
+      {"payload flip", Reject::kIcrcMismatch, [](auto& f) { f[kBth + 12] ^= 0x80; }},
+      {"icrc flip", Reject::kIcrcMismatch, [](auto& f) { f.back() ^= 1; }},
+      {"psn flip", Reject::kIcrcMismatch, [](auto& f) { f[kBth + 11] ^= 1; }},
+  };
+  RejectCounters counters;
+  for (const auto& c : cases) {
+    // A SEND ONLY with 45 payload bytes: pad 3, room for a 16-byte RETH or 28-byte AtomicETH.
+    auto b = build_packet(kRcSendOnly, 45, rng);
+    ASSERT_EQ(b.pkt.bth.pad, 3);
+    c.apply(b.frame);
+    RocePacket d;
+    EXPECT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d, {}, &counters), c.expect)
+        << c.what << ": got " << reject_name(decode_frame(b.frame.data(), b.frame.size(), &d));
+  }
+  // Each reason counted as often as it was expected.
+  for (size_t r = 1; r < size_t(Reject::kCount); r++) {
+    uint64_t expected = 0;
+    for (const auto& c : cases) expected += size_t(c.expect) == r;
+    EXPECT_EQ(counters.count[r], expected) << reject_name(Reject(r));
+    EXPECT_GT(expected, 0u) << "no test case for " << reject_name(Reject(r));
+  }
+  EXPECT_EQ(counters.total_rejected(), cases.size());
+  EXPECT_EQ(counters[Reject::kOk], 0u);
+}
+
+TEST(Decode, ChecksCanBeTurnedOff) {
+  std::mt19937_64 rng(9);
+  auto b = build_packet(kRcSendOnly, 8, rng);
+  b.frame.back() ^= 0xff;
+  b.frame[kIp + 10] ^= 0xff;
+  RocePacket d;
+  DecodeOptions off{.check_icrc = false, .check_ip_checksum = false};
+  EXPECT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d, off), Reject::kOk);
+  EXPECT_NE(d.icrc, icrc_compute(&b.frame[kIp], false, b.frame.size() - kBth - 4));
+}
+
+TEST(Decode, EthernetTrailerAfterIpPacketIsIgnored) {
+  std::mt19937_64 rng(10);
+  auto b = build_packet(kRcAck, 0, rng);
+  b.frame.insert(b.frame.end(), 6, 0);  // minimum-size padding added by a link
+  RocePacket d;
+  EXPECT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d), Reject::kOk);
+  EXPECT_EQ(d.payload_len, 0u);
+}
+
+TEST(Decode, Ipv4OptionsAreCoveredByTheIcrc) {
+  std::mt19937_64 rng(11);
+  auto b = build_packet(kRcSendOnly, 16, rng);
+  uint8_t opts[8] = {0x94, 0x04, 0, 0, 0x01, 0x01, 0x01, 0x00};  // router alert + NOPs + EOL
+  b.pkt.ip4.options = opts;
+  b.pkt.ip4.options_len = 8;
+  std::vector<uint8_t> f(frame_length(b.pkt));
+  ASSERT_EQ(encode_frame(b.pkt, f.data(), f.size()), f.size());
+  RocePacket d;
+  ASSERT_EQ(decode_frame(f.data(), f.size(), &d), Reject::kOk);
+  EXPECT_EQ(d.ip4.options_len, 8);
+  EXPECT_EQ(0, std::memcmp(d.payload, b.payload.data(), 16));
+  f[kIp + 21] ^= 1;  // an option byte: changes the IP checksum and the ICRC
+  fix_ip_checksum(f);
+  EXPECT_EQ(decode_frame(f.data(), f.size(), &d), Reject::kIcrcMismatch);
+}
+
+TEST(Icrc, VariantFieldsAreMasked) {
+  // TOS, TTL, the IP checksum and the UDP checksum may change in flight; the ICRC must not.
+  std::mt19937_64 rng(12);
+  auto b = build_packet(kRcWriteOnly, 100, rng);
+  auto f = b.frame;
+  f[kIp + 1] ^= 0xfc;
+  f[kIp + 8] -= 3;
+  fix_ip_checksum(f);
+  store_be16(&f[kUdp + 6], 0x1234);
+  f[kBth + 4] = 0x5a;  // BTH resv8
+  RocePacket d;
+  EXPECT_EQ(decode_frame(f.data(), f.size(), &d), Reject::kOk);
+  f[kIp + 12] ^= 1;  // the source address is invariant
+  fix_ip_checksum(f);
+  EXPECT_EQ(decode_frame(f.data(), f.size(), &d), Reject::kIcrcMismatch);
+}
+
+}  // namespace
+}  // namespace ndnic::wire
