@@ -27,7 +27,7 @@ test: build hugepages
 	@scripts/run-tests.sh $(BUILD) $(MESON_TEST_ARGS)
 
 demo: build hugepages
-	$(BUILD)/tools/ndping/ndping
+	$(BUILD)/tools/glue_demo/glue_demo
 
 bench: build hugepages
 	@for b in $(BUILD)/perf/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done

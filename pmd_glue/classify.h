@@ -1,0 +1,27 @@
+// Sorting a received frame: RoCEv2 for us, ARP, or a counted drop. Reads only the headers, with
+// rte_pktmbuf_read, so a frame split across segments is sorted like a contiguous one.
+#pragma once
+
+#include <cstdint>
+
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::glue {
+
+enum class Verdict : uint8_t { kRoce, kArp, kDrop };
+
+struct Classified {
+  Verdict verdict;
+  Drop drop;          ///< when verdict == kDrop
+};
+
+struct Identity {
+  rte_ether_addr mac;
+  uint32_t ipv4;      ///< host order; 0 accepts any destination address
+  bool promiscuous;   ///< skip the destination MAC check
+};
+
+/// Also sets l2_len/l3_len on RoCE frames, so the transport finds the UDP header directly.
+Classified classify(rte_mbuf* m, const Identity& us);
+
+}  // namespace ndnic::glue

@@ -1,0 +1,51 @@
+#include "pmd_glue/eal_memory.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <fstream>
+
+namespace ndnic::glue {
+namespace {
+
+constexpr const char* kFreeHugepages = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
+constexpr unsigned kHugepageMb = 2;
+
+long free_hugepages() {
+  std::ifstream f(kFreeHugepages);
+  long n = -1;
+  if (!(f >> n)) return -1;
+  return n;
+}
+
+}  // namespace
+
+MemoryChoice choose_memory(unsigned memory_mb) {
+  MemoryChoice c;
+  const std::string mb = std::to_string(memory_mb);
+  const long free = free_hugepages();
+  const long needed = long((memory_mb + kHugepageMb - 1) / kHugepageMb);
+  if (free >= needed && free > 0) {
+    // --in-memory needs no hugetlbfs mount and leaves no files, so processes never collide.
+    // --single-file-segments keeps the memory in a few fds: vhost-user shares at most 8
+    // regions, and virtio_user fails with one fd per 2 MiB page.
+    c.hugepages = true;
+    c.args = {"--in-memory", "--single-file-segments", "-m", mb};
+    c.reason = "hugepages (" + std::to_string(free) + " x 2 MiB free, --in-memory -m " + mb + ")";
+    return c;
+  }
+  // EAL rejects --in-memory with --no-huge, so a per-process prefix keeps runtime files apart.
+  static std::atomic<unsigned> serial{0};
+  c.file_prefix = "ndnic-" + std::to_string(getpid()) + "-" + std::to_string(serial++);
+  c.args = {"--no-huge", "-m", mb, "--file-prefix", c.file_prefix};
+  if (free < 0)
+    c.reason = "--no-huge (no 2 MiB hugepage support)";
+  else if (free == 0)
+    c.reason = "--no-huge (no free hugepages)";
+  else
+    c.reason = "--no-huge (" + std::to_string(free) + " x 2 MiB free, " + std::to_string(needed) +
+               " needed for -m " + mb + ")";
+  return c;
+}
+
+}  // namespace ndnic::glue

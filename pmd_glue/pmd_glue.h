@@ -1,0 +1,179 @@
+// pmd_glue: ndnic on DPDK ethdev ports. EAL start-up, one Port per ethdev port (PCI or
+// virtual) that hands IPv4/UDP 4791 frames to the transport, answers and resolves ARP itself,
+// drops and counts everything else, and can capture every frame to a pcap file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <rte_ether.h>
+#include <rte_mbuf_core.h>
+
+struct rte_mbuf;
+struct rte_mempool;
+
+namespace ndnic::glue {
+
+// ---- EAL ----------------------------------------------------------------------------------
+
+struct EalDefaults {
+  /// EAL options the program adds unless the user gave an option of the same name, e.g.
+  /// {"-l", "0"}, {"--no-pci", ""}. Empty value: the option takes none.
+  std::vector<std::pair<std::string, std::string>> options;
+  /// -m for the automatic memory choice (hugepages or --no-huge).
+  unsigned memory_mb = 256;
+};
+
+struct EalResult {
+  bool ok = false;
+  std::string error;               ///< why not, when !ok
+  std::vector<std::string> args;   ///< the program's own arguments (after "--")
+  bool hugepages = false;          ///< EAL runs on hugepages
+  std::string memory_line;         ///< the one "ndnic: memory: ..." line (already printed)
+};
+
+/// Starts EAL once per process. argv is `prog [EAL args] -- [program args]` as in testpmd and
+/// perftest; without "--" every argument is the program's. When the user chose no memory option
+/// (--no-huge, --in-memory, -m, --socket-mem, --file-prefix, ...) this picks hugepages
+/// (--in-memory) if enough free 2 MiB pages exist, --no-huge with a unique --file-prefix
+/// otherwise, and prints one line saying which and why.
+EalResult eal_init(int argc, char** argv, const EalDefaults& defaults = {});
+
+/// Releases EAL and the runtime directory a generated --file-prefix left behind.
+void eal_cleanup();
+
+/// Creates two net_ring ports wired back to back (A's TX is B's RX and the reverse), for
+/// in-process tests and the demo. Returns false when EAL refused.
+bool make_ring_pair(const std::string& name, uint16_t* port_a, uint16_t* port_b);
+
+// ---- ports --------------------------------------------------------------------------------
+
+struct PortConfig {
+  /// An ethdev port: its number ("0"), its name as probed by EAL ("0000:03:00.0", "net_tap0"),
+  /// or a virtual device to create ("net_af_packet0,iface=veth0", "net_tap0,iface=nd0").
+  std::string device;
+  uint16_t rx_queues = 1;
+  uint16_t tx_queues = 1;
+  uint16_t rx_ring_size = 1024;
+  uint16_t tx_ring_size = 1024;
+  uint32_t mbufs = 0;              ///< 0: sized from the rings and queue counts
+  uint16_t mbuf_cache = 256;
+  uint16_t mbuf_data_room = RTE_MBUF_DEFAULT_BUF_SIZE;  ///< bytes per mbuf, headroom included
+  uint16_t mtu = 1500;
+  rte_ether_addr mac{};            ///< all zero: the port's own address
+  uint32_t ipv4 = 0;               ///< our address, host order
+  std::string capture_path;        ///< non-empty: every frame sent and received goes here
+  uint32_t arp_retry_ms = 200;     ///< between ARP requests for one unresolved peer
+  uint32_t arp_retries = 5;        ///< requests before resolve gives up
+  bool promiscuous = false;        ///< accept frames for other MACs at the port level
+};
+
+/// Why a received frame did not go to the transport.
+enum class Drop : uint8_t {
+  kRuntFrame,        ///< shorter than the headers it claims
+  kNotOurMac,        ///< unicast to another MAC
+  kVlan,             ///< 802.1Q tagged (no VLAN is configured)
+  kIpv6,             ///< IPv6 (ndnic speaks RoCEv2 over IPv4)
+  kOtherEtherType,   ///< neither IPv4 nor ARP
+  kIpHeader,         ///< bad version, header length or total length
+  kIpFragment,       ///< fragments are never RoCE
+  kNotUdp,           ///< IPv4 but not UDP
+  kNotRocePort,      ///< UDP to a port other than 4791
+  kNotOurIp,         ///< RoCE to another IPv4 address
+  kArpMalformed,     ///< ARP that is not Ethernet/IPv4
+  kArpNotForUs,      ///< an ARP request for another address
+  kCount,
+};
+const char* drop_name(Drop d);
+
+struct PortCounters {
+  uint64_t rx_frames = 0;          ///< everything the PMD delivered
+  uint64_t rx_roce = 0;            ///< handed to the caller
+  uint64_t rx_arp = 0;             ///< ARP frames handled here
+  uint64_t tx_frames = 0;          ///< accepted by the PMD, ARP included
+  uint64_t tx_arp_requests = 0;
+  uint64_t tx_arp_replies = 0;
+  uint64_t tx_errors = 0;          ///< ARP frames the PMD or the mempool refused
+  uint64_t capture_errors = 0;     ///< frames the capture file did not take
+  uint64_t drops[static_cast<size_t>(Drop::kCount)] = {};
+  uint64_t dropped() const;
+  uint64_t operator[](Drop d) const { return drops[static_cast<size_t>(d)]; }
+};
+
+enum class Resolve : uint8_t { kResolved, kPending, kFailed };
+
+class NeighbourTable;
+class Capture;
+
+/// One ethdev port. The control plane is single-threaded: ARP retries run while polling queue 0
+/// (where RSS puts non-IP frames), so the lcore polling queue 0 owns the neighbour table and is
+/// the one to call resolve(). Each queue is polled by one lcore; counters are kept per queue.
+class Port {
+ public:
+  Port();
+  ~Port();
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+
+  /// Creates or finds the device, its mempool and queues, starts it. False with error().
+  bool open(const PortConfig& config);
+  void close();
+  const std::string& error() const { return error_; }
+
+  /// Received RoCEv2 frames for us, at most n. Also answers ARP and runs the ARP retry timers
+  /// (on queue 0). The caller owns the returned mbufs.
+  uint16_t rx_burst(rte_mbuf** pkts, uint16_t n, uint16_t queue = 0);
+  /// Sends frames built by the caller; uses the port's IPv4 checksum offload when it has one.
+  /// Returns how many the PMD took; the caller still owns the rest (as rte_eth_tx_burst).
+  uint16_t tx_burst(rte_mbuf** pkts, uint16_t n, uint16_t queue = 0);
+
+  /// Non-blocking: the MAC of `ipv4` if known; otherwise starts (or keeps) resolving it with
+  /// ARP requests, retried from rx_burst on queue 0.
+  Resolve resolve(uint32_t ipv4, rte_ether_addr* mac);
+  /// Polls queue 0 until `ipv4` resolves or fails or `timeout_ms` passes. RoCE frames that
+  /// arrive meanwhile are kept for the next rx_burst, never dropped.
+  Resolve resolve_wait(uint32_t ipv4, rte_ether_addr* mac, uint32_t timeout_ms);
+
+  rte_mempool* mempool() const { return pool_; }
+  uint16_t port_id() const { return port_id_; }
+  const rte_ether_addr& mac() const { return mac_; }
+  uint32_t ipv4() const { return ipv4_; }
+  const std::string& driver() const { return driver_; }
+  bool tx_ip_checksum_offload() const { return tx_ip_cksum_; }
+  bool rx_ip_checksum_offload() const { return rx_ip_cksum_; }
+  /// Sums the per-queue counters; exact once the lcores polling the port are quiet.
+  PortCounters counters() const;
+
+ private:
+  uint16_t poll(rte_mbuf** pkts, uint16_t n, uint16_t queue);
+  void handle_arp(rte_mbuf* m, PortCounters& c);
+  void run_timers();
+  void send_arp(uint16_t op, const rte_ether_addr& dst, uint32_t target_ip);
+  bool find_device();
+  bool configure();
+
+  std::string error_;
+  PortConfig config_;
+  uint16_t port_id_ = UINT16_MAX;
+  bool created_vdev_ = false;
+  bool started_ = false;
+  std::string driver_;
+  std::string vdev_name_;
+  rte_mempool* pool_ = nullptr;
+  rte_ether_addr mac_{};
+  uint32_t ipv4_ = 0;
+  bool tx_ip_cksum_ = false;
+  bool rx_ip_cksum_ = false;
+  bool promiscuous_ = false;
+  uint64_t next_timer_tsc_ = UINT64_MAX;
+  std::unique_ptr<NeighbourTable> neighbours_;
+  std::unique_ptr<Capture> capture_;
+  std::vector<rte_mbuf*> backlog_;  ///< RoCE frames received during resolve_wait
+  struct alignas(64) QueueCounters { PortCounters c; };  ///< one cache line per queue's lcore
+  std::vector<QueueCounters> counters_;
+};
+
+}  // namespace ndnic::glue
