@@ -15,6 +15,8 @@ PKGS=(
   clang libclang-rt-14-dev
   # the independent decoder for the golden tests, and namespaces/veth for integration tests
   tshark iproute2 procps
+  # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
+  python3
 )
 PKGS+=("$@")
 

@@ -1,0 +1,115 @@
+// libFuzzer target for wire/: the frame decoder (ICRC checked and not), the pcap reader, and
+// the round trip decode -> encode -> decode, which must give back the same fields.
+// Built with clang++ -fsanitize=fuzzer,address,undefined (tests/fuzz/meson.build), so any read
+// outside the input, any UB and any broken property aborts the run.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "wire/packet.h"
+#include "wire/pcap_file.h"
+
+namespace {
+
+using namespace ndnic::wire;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "property violated: %s\n", what);
+  std::abort();
+}
+
+void require(bool ok, const char* what) {
+  if (!ok) fail(what);
+}
+
+bool same_bytes(const uint8_t* a, const uint8_t* b, size_t n) { return n == 0 || std::memcmp(a, b, n) == 0; }
+
+/// Every field the decoder reports that the encoder writes back (not the IPv4 checksum, which
+/// the encoder recomputes, nor the ICRC).
+void require_same_fields(const RocePacket& a, const RocePacket& b) {
+  require(same_bytes(a.eth.dst, b.eth.dst, 6) && same_bytes(a.eth.src, b.eth.src, 6), "MACs");
+  require(a.eth.has_vlan == b.eth.has_vlan && a.eth.vlan_tci == b.eth.vlan_tci, "VLAN tag");
+  require(a.eth.ethertype == b.eth.ethertype && a.ipv6 == b.ipv6, "EtherType");
+  if (a.ipv6) {
+    require(same_bytes(a.ip6.src, b.ip6.src, 16) && same_bytes(a.ip6.dst, b.ip6.dst, 16), "IPv6 addresses");
+    require(a.ip6.traffic_class == b.ip6.traffic_class && a.ip6.flow_label == b.ip6.flow_label &&
+                a.ip6.hop_limit == b.ip6.hop_limit,
+            "IPv6 fields");
+  } else {
+    require(a.ip4.src == b.ip4.src && a.ip4.dst == b.ip4.dst && a.ip4.tos == b.ip4.tos &&
+                a.ip4.ttl == b.ip4.ttl && a.ip4.id == b.ip4.id && a.ip4.frag == b.ip4.frag,
+            "IPv4 fields");
+    require(a.ip4.options_len == b.ip4.options_len && same_bytes(a.ip4.options, b.ip4.options, a.ip4.options_len),
+            "IPv4 options");
+  }
+  require(a.udp.src_port == b.udp.src_port && a.udp.dst_port == b.udp.dst_port &&
+              a.udp.checksum == b.udp.checksum,
+          "UDP");
+  require(a.bth.opcode == b.bth.opcode && a.bth.se == b.bth.se && a.bth.mig == b.bth.mig &&
+              a.bth.pad == b.bth.pad && a.bth.tver == b.bth.tver && a.bth.pkey == b.bth.pkey &&
+              a.bth.dest_qp == b.bth.dest_qp && a.bth.ack_req == b.bth.ack_req && a.bth.psn == b.bth.psn,
+          "BTH");
+  const uint8_t ext = opcode_info(a.bth.opcode).ext;
+  if (ext & kHdrReth)
+    require(a.reth.va == b.reth.va && a.reth.rkey == b.reth.rkey && a.reth.dma_len == b.reth.dma_len, "RETH");
+  if (ext & kHdrAeth) require(a.aeth.syndrome == b.aeth.syndrome && a.aeth.msn == b.aeth.msn, "AETH");
+  if (ext & kHdrAtomicEth)
+    require(a.atomic.va == b.atomic.va && a.atomic.rkey == b.atomic.rkey &&
+                a.atomic.swap_add == b.atomic.swap_add && a.atomic.compare == b.atomic.compare,
+            "AtomicETH");
+  if (ext & kHdrAtomicAckEth) require(a.atomic_ack.orig == b.atomic_ack.orig, "AtomicAckETH");
+  if (ext & kHdrImmDt) require(a.imm == b.imm, "ImmDt");
+  if (ext & kHdrIeth) require(a.ieth_rkey == b.ieth_rkey, "IETH");
+  if (ext & kHdrDeth) require(a.deth.qkey == b.deth.qkey && a.deth.src_qp == b.deth.src_qp, "DETH");
+  require(a.payload_len == b.payload_len && same_bytes(a.payload, b.payload, a.payload_len), "payload");
+}
+
+void fuzz_frame(const uint8_t* data, size_t size) {
+  // An exact-size heap copy: ASan then flags a read even one byte past the frame.
+  std::vector<uint8_t> frame(data, data + size);
+  const uint8_t* f = frame.empty() ? nullptr : frame.data();
+
+  RocePacket checked{};
+  const Reject strict = decode_frame(f, size, &checked);
+  require(strict < Reject::kCount, "reject reason out of range");
+
+  RocePacket p{};
+  DecodeOptions lax;
+  lax.check_icrc = false;
+  lax.check_ip_checksum = false;
+  RejectCounters counters;
+  const Reject r = decode_frame(f, size, &p, lax, &counters);
+  require(counters[r] == 1 && counters.total_rejected() == (r == Reject::kOk ? 0u : 1u), "counters");
+  require(r != Reject::kIcrcMismatch && r != Reject::kBadIpChecksum, "a disabled check rejected");
+  // Turning the checks off changes only the verdicts of those checks; the ICRC is checked last.
+  if (strict == Reject::kIcrcMismatch) require(r == Reject::kOk, "ICRC mismatch hid another reject");
+  if (strict != Reject::kIcrcMismatch && strict != Reject::kBadIpChecksum) require(strict == r, "verdicts differ");
+  if (r != Reject::kOk) return;
+
+  std::vector<uint8_t> out(frame_length(p));
+  require(encode_frame(p, out.data(), out.size()) == out.size(), "encode_frame length");
+  require(out.size() <= size, "re-encoded frame is longer than the one decoded");
+  RocePacket again{};
+  require(decode_frame(out.data(), out.size(), &again) == Reject::kOk, "re-encoded frame does not decode");
+  // Fields, not bytes: reserved bits and a trailer after the IP packet are not carried over.
+  require_same_fields(p, again);
+}
+
+void fuzz_pcap(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> file(data, data + size);
+  PcapReader reader;
+  if (!reader.parse(file.empty() ? nullptr : file.data(), size)) {
+    require(!reader.error().empty(), "pcap refused without a reason");
+    return;
+  }
+  for (const PcapRecord& rec : reader.records()) fuzz_frame(rec.data.data(), rec.data.size());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  fuzz_frame(data, size);
+  fuzz_pcap(data, size);
+  return 0;
+}
