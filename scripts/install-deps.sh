@@ -9,6 +9,8 @@ PKGS=(
   g++ meson ninja-build pkg-config make
   # DPDK 22.11 LTS and its PMDs (net_ring, net_pcap, net_af_packet, net_tap, vhost, virtio_user)
   dpdk dpdk-dev libdpdk-dev
+  librte-mempool-ring23 librte-net-ring23 librte-net-pcap23 librte-net-af-packet23
+  librte-net-tap23 librte-net-vhost23 librte-net-virtio23
   # tests and benchmarks
   libgtest-dev libbenchmark-dev zlib1g-dev
   # the libFuzzer target (clang's -fsanitize=fuzzer runtime lives in libclang-rt-14-dev)
