@@ -1,0 +1,326 @@
+// Device, Cq and Qp as the application sees them. Everything that changes a shard's state
+// travels to it as a ControlCmd; memory registration goes to the MemoryTable, whose readers
+// are the lcores.
+#include <sched.h>
+#include <unistd.h>
+
+#include <string>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nic/engine.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+std::atomic<unsigned> g_serial{0};  ///< rte_ring and rte_rcu names are process-wide
+
+std::string unique_name(const char* what) {
+  return std::string("ndnic_") + what + "_" + std::to_string(g_serial++);
+}
+
+int worker_main(void* arg) {
+  auto* s = static_cast<Shard*>(arg);
+  if (s->dev->qsbr) {
+    rte_rcu_qsbr_thread_register(s->dev->qsbr, s->index);
+    rte_rcu_qsbr_thread_online(s->dev->qsbr, s->index);
+  }
+  while (s->dev->running.load(std::memory_order_relaxed)) s->poll_once();
+  if (s->dev->qsbr) {
+    rte_rcu_qsbr_thread_offline(s->dev->qsbr, s->index);
+    rte_rcu_qsbr_thread_unregister(s->dev->qsbr, s->index);
+  }
+  return 0;
+}
+
+}  // namespace
+
+bool DeviceImpl::run_control(Shard& s, ControlCmd& cmd) {
+  if (!worker_lcores) {
+    s.apply(&cmd);
+    return cmd.ok;
+  }
+  void* p = &cmd;
+  while (rte_ring_mp_enqueue(s.control, p) != 0) sched_yield();
+  while (!cmd.done.load(std::memory_order_acquire)) sched_yield();
+  return cmd.ok;
+}
+
+Device::Device() = default;
+Device::~Device() { close(); }
+
+bool Device::open(const DeviceConfig& config) {
+  close();
+  if (config.ports.empty()) {
+    error_ = "a device needs at least one port";
+    return false;
+  }
+  if (!config.lcores.empty() && config.lcores.size() != config.ports.size()) {
+    error_ = "one worker lcore per port (a shard per port)";
+    return false;
+  }
+  impl_ = std::make_unique<DeviceImpl>();
+  DeviceImpl& d = *impl_;
+  d.config = config;
+  d.worker_lcores = !config.lcores.empty();
+  const unsigned nshards = unsigned(config.ports.size());
+  if (d.worker_lcores) {
+    const size_t sz = rte_rcu_qsbr_get_memsize(nshards);
+    d.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("ndnic_qsbr", sz, RTE_CACHE_LINE_SIZE));
+    if (!d.qsbr || rte_rcu_qsbr_init(d.qsbr, nshards) != 0) {
+      error_ = "cannot allocate the RCU state";
+      return false;
+    }
+  }
+  if (!d.memory.init(config.max_mrs, config.max_mws, d.qsbr)) {
+    error_ = "cannot allocate the memory tables";
+    return false;
+  }
+  d.qp_table_size = kFirstQpn + config.max_qps;
+  d.qp_table = std::make_unique<std::atomic<Qp::Impl*>[]>(d.qp_table_size);
+  for (unsigned i = 0; i < nshards; i++) {
+    auto s = std::make_unique<Shard>();
+    s->dev = &d;
+    s->port = config.ports[i];
+    s->index = i;
+    s->tsc_hz = rte_get_tsc_hz();
+    if (d.worker_lcores) {
+      s->lcore = config.lcores[i];
+      s->control = rte_ring_create(unique_name("ctl").c_str(), 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+      if (!s->control) {
+        error_ = "cannot create a control ring";
+        return false;
+      }
+    }
+    d.shards.push_back(std::move(s));
+  }
+  if (d.worker_lcores) {
+    d.running = true;
+    for (auto& s : d.shards) {
+      if (rte_eal_remote_launch(worker_main, s.get(), s->lcore) != 0) {
+        error_ = "lcore " + std::to_string(s->lcore) + " is not a free worker lcore";
+        close();
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void Device::close() {
+  if (!impl_) return;
+  DeviceImpl& d = *impl_;
+  if (d.running.exchange(false)) {
+    for (auto& s : d.shards) rte_eal_wait_lcore(s->lcore);
+  }
+  for (auto& qp : d.qps) {
+    if (qp->send_ring) rte_ring_free(qp->send_ring);
+    if (qp->recv_ring) rte_ring_free(qp->recv_ring);
+  }
+  for (auto& s : d.shards) {
+    s->flush_tx();
+    if (s->control) rte_ring_free(s->control);
+  }
+  for (auto& cq : d.cqs) cq_destroy(cq.get());
+  d.shards.clear();
+  d.qps.clear();
+  d.cqs.clear();
+  if (d.qsbr) rte_free(d.qsbr);
+  impl_.reset();
+}
+
+unsigned Device::poll() {
+  unsigned work = 0;
+  for (auto& s : impl_->shards) work += s->poll_once();
+  return work;
+}
+
+uint32_t Device::alloc_pd() { return impl_->next_pd++; }
+
+bool Device::register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, MrKeys* keys) {
+  uint32_t key = 0;
+  if (!impl_->memory.register_mr(pd, addr, len, access, &key)) return false;
+  keys->lkey = keys->rkey = key;
+  return true;
+}
+
+bool Device::deregister_mr(uint32_t lkey) { return impl_->memory.deregister_mr(lkey); }
+
+uint32_t Device::alloc_mw(uint32_t pd, uint64_t context) { return impl_->memory.alloc_mw(pd, context); }
+
+bool Device::dealloc_mw(uint32_t rkey) { return impl_->memory.dealloc_mw(rkey); }
+
+Cq* Device::create_cq(uint32_t entries) {
+  auto cq = std::make_unique<Cq::Impl>();
+  if (!cq_create(cq.get(), entries, g_serial++)) {
+    cq_destroy(cq.get());
+    return nullptr;
+  }
+  cq->handle.impl_ = cq.get();
+  Cq* h = &cq->handle;
+  impl_->cqs.push_back(std::move(cq));
+  return h;
+}
+
+void Device::destroy_cq(Cq* cq) {
+  auto& v = impl_->cqs;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (&v[i]->handle == cq) {
+      cq_destroy(v[i].get());
+      v.erase(v.begin() + long(i));
+      return;
+    }
+  }
+}
+
+Qp* Device::create_qp(const QpCaps& caps) {
+  DeviceImpl& d = *impl_;
+  if (!caps.send_cq || !caps.recv_cq || caps.max_send_sge > kMaxSge || caps.max_recv_sge > kMaxSge ||
+      caps.max_inline > kMaxInline || caps.max_send_wr == 0 || caps.max_recv_wr == 0)
+    return nullptr;
+  uint32_t qpn = 0;
+  for (uint32_t n = d.next_qpn; n < d.qp_table_size; n++) {
+    if (!d.qp_table[n].load(std::memory_order_relaxed)) {
+      qpn = n;
+      break;
+    }
+  }
+  if (qpn == 0) return nullptr;
+  d.next_qpn = qpn + 1;
+  auto qp = std::make_unique<Qp::Impl>();
+  qp->qpn = qpn;
+  qp->pd = caps.pd;
+  qp->caps = caps;
+  qp->send_cq = caps.send_cq;
+  qp->recv_cq = caps.recv_cq;
+  const uint32_t sq = rte_align32pow2(caps.max_send_wr + 1);
+  qp->send_ring = rte_ring_create_elem(unique_name("sq").c_str(), sizeof(SendWr), sq, SOCKET_ID_ANY,
+                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
+  qp->recv_ring = rte_ring_create_elem(unique_name("rq").c_str(), sizeof(RecvWr),
+                                       rte_align32pow2(caps.max_recv_wr + 1), SOCKET_ID_ANY,
+                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
+  if (!qp->send_ring || !qp->recv_ring) {
+    if (qp->send_ring) rte_ring_free(qp->send_ring);
+    if (qp->recv_ring) rte_ring_free(qp->recv_ring);
+    return nullptr;
+  }
+  qp->req.sq.resize(sq);
+  qp->req.mask = sq - 1;
+  qp->resp.res.resize(kMaxReadResources);
+  Shard& s = *d.shards[qpn % d.shards.size()];
+  qp->shard = &s;
+  qp->handle.impl_ = qp.get();
+  d.qp_table[qpn].store(qp.get(), std::memory_order_release);
+  ControlCmd cmd;
+  cmd.kind = ControlCmd::kAttachQp;
+  cmd.qp = qp.get();
+  d.run_control(s, cmd);
+  Qp* h = &qp->handle;
+  d.qps.push_back(std::move(qp));
+  return h;
+}
+
+void Device::destroy_qp(Qp* handle) {
+  DeviceImpl& d = *impl_;
+  Qp::Impl* qp = handle->impl_;
+  d.qp_table[qp->qpn].store(nullptr, std::memory_order_release);
+  ControlCmd cmd;
+  cmd.kind = ControlCmd::kDetachQp;
+  cmd.qp = qp;
+  d.run_control(*qp->shard, cmd);
+  for (size_t i = 0; i < d.qps.size(); i++) {
+    if (d.qps[i].get() == qp) {
+      rte_ring_free(qp->send_ring);
+      rte_ring_free(qp->recv_ring);
+      d.qps.erase(d.qps.begin() + long(i));
+      return;
+    }
+  }
+}
+
+void Device::set_faults(const FaultConfig* f) {
+  // Installed while the shards are quiet (before traffic, or in poll mode between polls).
+  for (auto& s : impl_->shards) {
+    s->fault_rx.reset();
+    s->fault_tx.reset();
+    if (!f) continue;
+    if (f->rx.any()) s->fault_rx = std::make_unique<FaultSwitch>(f->rx, f->seed * 2 + s->index);
+    if (f->tx.any()) s->fault_tx = std::make_unique<FaultSwitch>(f->tx, f->seed * 2 + 1 + s->index);
+  }
+}
+
+// ---- Qp ------------------------------------------------------------------------------------
+
+uint32_t Qp::qpn() const { return impl_->qpn; }
+
+QpState Qp::state() const { return impl_->state.load(std::memory_order_acquire); }
+
+bool Qp::modify(QpState to, const QpAttr& attr) {
+  ControlCmd cmd;
+  cmd.kind = ControlCmd::kModifyQp;
+  cmd.qp = impl_;
+  cmd.to = to;
+  cmd.attr = attr;
+  return impl_->shard->dev->run_control(*impl_->shard, cmd);
+}
+
+namespace {
+
+bool valid_send(const Qp::Impl& qp, const SendWr& wr) {
+  if (uint8_t(wr.opcode) > uint8_t(WrOpcode::kLocalInv)) return false;
+  if (wr.flags & kWrInline) {
+    if (wr.inline_len > qp.caps.max_inline) return false;
+  } else if (wr.num_sge > qp.caps.max_send_sge) {
+    return false;
+  }
+  if ((wr.opcode == WrOpcode::kCompareSwap || wr.opcode == WrOpcode::kFetchAdd) &&
+      (wr.flags & kWrInline))
+    return false;
+  if (wr.opcode == WrOpcode::kRead && (wr.flags & kWrInline)) return false;
+  return qp.state.load(std::memory_order_relaxed) != QpState::kReset;
+}
+
+}  // namespace
+
+bool Qp::post_send(const SendWr& wr) { return post_send_burst(&wr, 1); }
+
+bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    if (!valid_send(*impl_, wrs[i])) return false;
+  return rte_ring_sp_enqueue_bulk_elem(impl_->send_ring, const_cast<SendWr*>(wrs), sizeof(SendWr), n, nullptr) == n;
+}
+
+bool Qp::post_recv(const RecvWr& wr) {
+  if (wr.num_sge > impl_->caps.max_recv_sge) return false;
+  if (impl_->state.load(std::memory_order_relaxed) == QpState::kReset) return false;
+  return rte_ring_sp_enqueue_elem(impl_->recv_ring, const_cast<RecvWr*>(&wr), sizeof(RecvWr)) == 0;
+}
+
+Qp::Counters Qp::counters() const { return impl_->counters; }
+
+// ---- names ---------------------------------------------------------------------------------
+
+const char* wc_status_name(WcStatus s) {
+  static const char* const kNames[] = {
+      "success", "local_length", "local_protection", "local_qp_operation", "wr_flushed",
+      "mw_bind", "remote_access", "remote_invalid_request", "remote_operation",
+      "retry_exceeded", "rnr_retry_exceeded", "invalidation", "bad_response"};
+  const size_t i = size_t(s);
+  return i < sizeof(kNames) / sizeof(kNames[0]) ? kNames[i] : "invalid";
+}
+
+const char* qp_state_name(QpState s) {
+  static const char* const kNames[] = {"RESET", "INIT", "RTR", "RTS", "ERROR"};
+  const size_t i = size_t(s);
+  return i < 5 ? kNames[i] : "invalid";
+}
+
+}  // namespace ndnic::nic

@@ -1,0 +1,120 @@
+// The poll loop of one shard: control requests, a receive burst through the decoder to the
+// responder and completer, the requester and READ replies of every QP, timers, one TX flush.
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+#include <rte_ring.h>
+
+#include "nic/engine.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+constexpr unsigned kTxSpins = 64;  ///< tries before a full TX queue drops (retransmission recovers)
+
+}  // namespace
+
+rte_mbuf* Shard::linearize(rte_mbuf* m) {
+  const uint32_t len = rte_pktmbuf_pkt_len(m);
+  rte_mbuf* lin = rte_pktmbuf_alloc(port->mempool());
+  if (lin && rte_pktmbuf_tailroom(lin) >= len) {
+    rte_pktmbuf_read(m, 0, len, rte_pktmbuf_mtod(lin, void*));
+    lin->data_len = uint16_t(len);
+    lin->pkt_len = len;
+    lin->ol_flags = m->ol_flags;
+  } else if (lin) {
+    rte_pktmbuf_free(lin);
+    lin = nullptr;
+  }
+  rte_pktmbuf_free(m);
+  return lin;
+}
+
+void Shard::send(rte_mbuf* m) {
+  if (ntx == kTxBatch) flush_tx();
+  tx[ntx++] = m;
+}
+
+void Shard::flush_tx() {
+  // With a TX fault switch holding frames back, an empty batch still releases them.
+  if (ntx == 0 && !(fault_tx && fault_tx->held())) return;
+  rte_mbuf* out[kTxBatch * 2];
+  uint16_t n = ntx;
+  for (uint16_t i = 0; i < n; i++) out[i] = tx[i];
+  ntx = 0;
+  if (fault_tx) n = fault_tx->apply(out, n, kTxBatch * 2, port->mempool());
+  uint16_t done = 0;
+  for (unsigned spin = 0; done < n && spin < kTxSpins; spin++)
+    done += port->tx_burst(out + done, uint16_t(n - done), queue);
+  for (uint16_t i = done; i < n; i++) rte_pktmbuf_free(out[i]);
+  tx_dropped += n - done;
+}
+
+void Shard::apply(ControlCmd* cmd) {
+  Qp::Impl* qp = cmd->qp;
+  switch (cmd->kind) {
+    case ControlCmd::kAttachQp:
+      qps.push_back(qp);
+      cmd->ok = true;
+      break;
+    case ControlCmd::kDetachQp:
+      for (size_t i = 0; i < qps.size(); i++) {
+        if (qps[i] == qp) {
+          qps[i] = qps.back();
+          qps.pop_back();
+          break;
+        }
+      }
+      cmd->ok = true;
+      break;
+    case ControlCmd::kModifyQp:
+      cmd->ok = qp_modify(*this, *qp, cmd->to, cmd->attr);
+      break;
+  }
+  flush_tx();
+  cmd->done.store(true, std::memory_order_release);
+}
+
+unsigned Shard::poll_once() {
+  unsigned work = 0;
+  void* cmd;
+  while (control && rte_ring_sc_dequeue(control, &cmd) == 0) {
+    apply(static_cast<ControlCmd*>(cmd));
+    work++;
+  }
+
+  rte_mbuf* pkts[kRxBurst * 2];
+  uint16_t n = port->rx_burst(pkts, kRxBurst, queue);
+  if (fault_rx) n = fault_rx->apply(pkts, n, kRxBurst * 2, port->mempool());
+  work += n;
+  for (uint16_t i = 0; i < n; i++) {
+    rte_mbuf* m = pkts[i];
+    if (m->nb_segs > 1 && !(m = linearize(m))) {  // the decoder wants one contiguous frame
+      rejects.add(wire::Reject::kTruncatedEthernet);
+      continue;
+    }
+    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    wire::RocePacket pkt;
+    wire::DecodeOptions opt;
+    // A port that verified the IPv4 header checksum saves us the sum.
+    opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
+    if (wire::decode_frame(data, m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
+        recv_packet(*this, pkt, m))
+      continue;  // kept by the responder
+    rte_pktmbuf_free(m);
+  }
+
+  const uint64_t now = rte_rdtsc();
+  for (Qp::Impl* qp : qps) {
+    if (qp->state.load(std::memory_order_relaxed) == QpState::kReset) continue;
+    completer_timers(*this, *qp, now);
+    work += requester_run(*this, *qp);
+    work += responder_run(*this, *qp);
+  }
+  flush_tx();
+  if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
+  return work;
+}
+
+}  // namespace ndnic::nic

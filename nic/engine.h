@@ -1,0 +1,128 @@
+// The engine's private types: a Shard is one poll loop (one lcore, or the caller of
+// Device::poll) with its port queue, its QPs and its TX batch; DeviceImpl holds the tables.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nic/cq_impl.h"
+#include "nic/fault.h"
+#include "nic/memory.h"
+#include "nic/qp_impl.h"
+#include "wire/packet.h"
+
+struct rte_mbuf;
+struct rte_ring;
+struct rte_rcu_qsbr;
+
+namespace ndnic::glue {
+class Port;
+}
+
+namespace ndnic::nic {
+
+constexpr uint16_t kRxBurst = 32;
+constexpr uint16_t kTxBatch = 64;
+constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
+constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per poll iteration
+
+/// A control request from the application thread, applied by the owning shard.
+struct ControlCmd {
+  enum Kind : uint8_t { kAttachQp, kDetachQp, kModifyQp } kind;
+  Qp::Impl* qp = nullptr;
+  QpState to = QpState::kReset;
+  QpAttr attr;
+  bool ok = false;
+  std::atomic<bool> done{false};
+};
+
+struct DeviceImpl;
+
+struct Shard {
+  DeviceImpl* dev = nullptr;
+  glue::Port* port = nullptr;
+  uint16_t queue = 0;
+  unsigned lcore = 0;
+  unsigned index = 0;
+  std::vector<Qp::Impl*> qps;              ///< QPs this shard owns
+  rte_ring* control = nullptr;             ///< ControlCmd*, app -> shard
+  rte_mbuf* tx[kTxBatch];
+  uint16_t ntx = 0;
+  std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
+  wire::RejectCounters rejects;            ///< frames the decoder refused
+  uint64_t unknown_qp = 0;                 ///< frames for a QPN we do not have (or in RESET)
+  uint64_t tx_dropped = 0;                 ///< frames the port did not take in time
+  uint64_t tsc_hz = 0;
+  uint16_t ip_id = 0;
+
+  /// One iteration: receive and process a burst, drain rings, send, run timers.
+  unsigned poll_once();
+  /// Queues a built frame; flushes when the batch is full.
+  void send(rte_mbuf* m);
+  void flush_tx();
+  /// One contiguous mbuf with the frame of a multi-segment one (nullptr if it cannot).
+  rte_mbuf* linearize(rte_mbuf* m);
+  void apply(ControlCmd* cmd);
+};
+
+struct DeviceImpl {
+  DeviceConfig config;
+  MemoryTable memory;
+  rte_rcu_qsbr* qsbr = nullptr;
+  std::vector<std::unique_ptr<Shard>> shards;
+  std::unique_ptr<std::atomic<Qp::Impl*>[]> qp_table;  ///< by QPN; lcores read, the app writes
+  uint32_t qp_table_size = 0;
+  std::atomic<bool> running{false};
+  std::atomic<uint32_t> next_pd{1};
+  unsigned serial = 0;                     ///< names of rings
+  uint32_t next_qpn = kFirstQpn;
+  std::vector<std::unique_ptr<Cq::Impl>> cqs;
+  std::vector<std::unique_ptr<Qp::Impl>> qps;
+  bool worker_lcores = false;
+
+  Qp::Impl* qp_by_number(uint32_t qpn) const {
+    return qpn < qp_table_size ? qp_table[qpn].load(std::memory_order_acquire) : nullptr;
+  }
+  /// Runs `cmd` on its QP's shard: through the control ring to a worker lcore (and waits), or
+  /// directly when the application polls.
+  bool run_control(Shard& s, ControlCmd& cmd);
+};
+
+// ---- pipeline stages (one file each) ----------------------------------------------------
+
+/// recv.cc: a decoded packet for this shard -> responder or completer. True when the
+/// responder kept `m` (a deferred request); otherwise the caller frees it.
+bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m);
+/// req.cc: drain the send ring and send what the window allows.
+unsigned requester_run(Shard& s, Qp::Impl& qp);
+/// resp.cc: a request packet (true: `m` was kept, deferred); READ response generation.
+bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m);
+unsigned responder_run(Shard& s, Qp::Impl& qp);
+/// comp.cc: a response packet; timers; completions.
+void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
+void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now);
+/// qp.cc: state changes, ERROR and the flush of both queues.
+bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& attr);
+void qp_to_error(Shard& s, Qp::Impl& qp);
+void qp_flush(Shard& s, Qp::Impl& qp);
+/// Completions (qp.cc): a send-side WQE, in order; a receive.
+void complete_wqe(Qp::Impl& qp, const SendWqe& w);
+void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
+                   uint8_t flags, uint32_t imm_or_inv, bool solicited);
+/// Completes every WQE at the head that is done (or failed: then the QP goes to ERROR).
+void advance_completions(Shard& s, Qp::Impl& qp);
+/// tx.cc: builds one packet of `qp` into an mbuf and queues it. `p` carries the BTH and
+/// extension headers; the payload is gathered from `src` (host pointers) or not at all.
+struct Gather {
+  const uint8_t* ptr[kMaxSge + 1];
+  uint32_t len[kMaxSge + 1];
+  unsigned n = 0;
+  uint32_t total = 0;
+};
+bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payload);
+/// An ACK, NAK or RNR NAK for `psn`.
+void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn);
+
+}  // namespace ndnic::nic

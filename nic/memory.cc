@@ -1,0 +1,405 @@
+// Region and window tables. Regions: the application thread writes an entry while its key word
+// is 0, publishes the key word last (release), and on deregistration clears the key word and
+// waits for a QSBR grace period before the slot can be written again, so an lcore that saw a
+// matching key reads stable fields. Windows: bind and invalidate run on lcores, so every
+// change goes through a CAS on one state word, and readers validate their copy of the fields
+// against that word (seqlock style) instead of waiting for anyone.
+//
+// Rules (IBTA vol. 1 ch. 10, as Linux rxe applies them in rxe_mr.c, rxe_mw.c, rxe_resp.c):
+// - A zero-length READ/WRITE checks no key at all (C9-88; rxe check_rkey returns early, and
+//   copy_data never looks up a zero-length SGE). Atomics are never zero-length.
+// - A region with remote write or remote atomic needs local write (ib_check_mr_access).
+// - A type-2 bind needs: the window in the QP's PD, unbound (o10-37.2.30: a bound window must
+//   be invalidated first), a region of the same PD with MW_BIND (C10-73), a non-zero length
+//   (o10-37.2.40), the range inside the region (C10-75), and local write on the region when the
+//   window grants remote write or atomic (C10-74). rxe lets windows grant remote atomic
+//   (RXE_ACCESS_SUPPORTED_MW includes it), so this table does too.
+// - A window's remote access checks the window's own range and rights; a type-2 window is
+//   usable only through the QP it was bound to (rxe_lookup_mw: mw->qp != qp fails).
+// - A region cannot be deregistered while windows are bound to it (rxe_dereg_mr, num_mw).
+#include <rte_pause.h>
+#include <rte_rcu_qsbr.h>
+
+#include <vector>
+
+#include "nic/memory.h"
+
+namespace ndnic::nic {
+namespace {
+
+constexpr uint32_t kRemoteRights = kAccessRemoteRead | kAccessRemoteWrite | kAccessRemoteAtomic;
+constexpr uint32_t kRegionRights = kAccessLocalWrite | kRemoteRights | kAccessMwBind;
+/// Rights that let a peer change memory, which IBTA only grants over locally writable memory.
+constexpr uint32_t kWritingRights = kAccessRemoteWrite | kAccessRemoteAtomic;
+constexpr uint32_t kMaxIndex = 1u << (32 - kKeyIndexShift);
+constexpr uint32_t kMaxMws = kMaxIndex - kMwKeyBase;
+constexpr int kRegionKeyShift = 32;
+constexpr uint64_t kBoundCountMask = 0xffffffffull;
+
+// A zero-length access touches no byte, but callers may still hand the address to memcpy,
+// which must not get a null pointer.
+uint8_t zero_length_sink;
+
+/// [va, va+len) inside [base, base+base_len), without ever computing an end that can wrap.
+bool range_inside(uint64_t base, uint64_t base_len, uint64_t va, uint64_t len) {
+  return va >= base && len <= base_len && va - base <= base_len - len;
+}
+
+struct alignas(64) Region {
+  /// key << 32 | number of windows bound to the region; key 0 while the slot is unused.
+  std::atomic<uint64_t> word{0};
+  uint64_t addr = 0;       ///< first byte; virtual addresses are host addresses
+  uint64_t len = 0;        ///< bytes
+  uint32_t pd = 0;         ///< protection domain
+  uint32_t access = 0;     ///< Access bits
+  uint8_t next_byte = 0;   ///< key byte of the slot's next registration (application thread)
+};
+
+enum class MwState : uint8_t {
+  kFree,         ///< not allocated
+  kUnbound,      ///< allocated, never bound
+  kBinding,      ///< an lcore won the bind and is writing the fields
+  kBound,
+  kInvalidated,  ///< bound once, then invalidated; bindable again with a new key byte
+};
+
+/// The window state word: key in bits 0-31, state in 32-39, a generation in 40-63 that changes
+/// on every transition, so a reader's before/after comparison never sees an A-B-A.
+struct MwWord {
+  uint32_t key;
+  MwState state;
+  uint32_t gen;
+
+  static MwWord unpack(uint64_t w) {
+    return {uint32_t(w), MwState(uint8_t(w >> 32)), uint32_t(w >> 40)};
+  }
+  uint64_t pack() const {
+    return uint64_t(key) | uint64_t(state) << 32 | uint64_t(gen & 0xffffff) << 40;
+  }
+  MwWord next(uint32_t new_key, MwState s) const { return {new_key, s, gen + 1}; }
+};
+
+struct alignas(64) Window {
+  /// MwWord, published last (release) after the fields it guards.
+  std::atomic<uint64_t> word{0};
+  std::atomic<uint32_t> pd{0};        ///< protection domain, set at allocation
+  std::atomic<uint32_t> mr_key{0};    ///< region the binding covers part of
+  std::atomic<uint64_t> context{0};   ///< reported with the remote-invalidate completion
+  std::atomic<uint64_t> addr{0};      ///< first byte of the binding
+  std::atomic<uint64_t> len{0};       ///< bytes of the binding
+  std::atomic<uint32_t> access{0};    ///< remote rights of the binding
+  std::atomic<uint32_t> qpn{0};       ///< the only QP the binding may be used through
+};
+
+/// The bound fields of a window, copied out and checked against the state word.
+struct WindowView {
+  MwWord word;
+  uint32_t pd;
+  uint32_t mr_key;
+  uint64_t context;
+  uint64_t addr;
+  uint64_t len;
+  uint32_t access;
+  uint32_t qpn;
+};
+
+/// A FIFO of free slot numbers: slots are reused as late as possible, so an old key byte
+/// comes round again only after every other slot has been used.
+class FreeList {
+ public:
+  void reset(uint32_t n) {
+    slots_.resize(n);
+    for (uint32_t i = 0; i < n; i++) slots_[i] = i;
+    head_ = 0;
+    count_ = n;
+  }
+  bool pop(uint32_t* slot) {
+    if (count_ == 0) return false;
+    *slot = slots_[head_];
+    head_ = (head_ + 1) % slots_.size();
+    count_--;
+    return true;
+  }
+  void push(uint32_t slot) {
+    slots_[(head_ + count_) % slots_.size()] = slot;
+    count_++;
+  }
+
+ private:
+  std::vector<uint32_t> slots_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
+
+}  // namespace
+
+struct MemoryTable::Impl {
+  std::unique_ptr<Region[]> mrs;
+  std::unique_ptr<Window[]> mws;
+  uint32_t max_mrs = 0;
+  uint32_t max_mws = 0;
+  FreeList free_mrs;   ///< application thread only
+  FreeList free_mws;   ///< application thread only
+  rte_rcu_qsbr* qsbr = nullptr;
+
+  /// The slot a region key names (index 1..max_mrs), whatever its key byte.
+  Region* region_slot(uint32_t key) const {
+    const uint32_t index = key_index(key);
+    if (index == 0 || index > max_mrs) return nullptr;
+    return &mrs[index - 1];
+  }
+  /// The live region with exactly this key; its fields are stable until the caller's next
+  /// quiescent state.
+  Region* region(uint32_t key) const {
+    Region* r = region_slot(key);
+    if (r == nullptr || uint32_t(r->word.load(std::memory_order_acquire) >> kRegionKeyShift) != key)
+      return nullptr;
+    return r;
+  }
+  Window* window_slot(uint32_t key) const {
+    if (!is_mw_key(key)) return nullptr;
+    const uint32_t index = key_index(key) - kMwKeyBase;
+    return index < max_mws ? &mws[index] : nullptr;
+  }
+
+  /// A consistent copy of a window: retried until no transition happened while copying.
+  static WindowView read(const Window& w) {
+    for (;;) {
+      const uint64_t before = w.word.load(std::memory_order_acquire);
+      WindowView v;
+      v.word = MwWord::unpack(before);
+      v.pd = w.pd.load(std::memory_order_relaxed);
+      v.mr_key = w.mr_key.load(std::memory_order_relaxed);
+      v.context = w.context.load(std::memory_order_relaxed);
+      v.addr = w.addr.load(std::memory_order_relaxed);
+      v.len = w.len.load(std::memory_order_relaxed);
+      v.access = w.access.load(std::memory_order_relaxed);
+      v.qpn = w.qpn.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (w.word.load(std::memory_order_relaxed) == before) return v;
+      rte_pause();
+    }
+  }
+
+  /// Counts one more window bound to region `key`; false when the key is no longer live.
+  bool hold_region(Region& r, uint32_t key) {
+    uint64_t cur = r.word.load(std::memory_order_acquire);
+    while (uint32_t(cur >> kRegionKeyShift) == key) {
+      if (r.word.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel)) return true;
+    }
+    return false;
+  }
+  /// Undoes hold_region for a window that stops being bound. The region cannot have gone:
+  /// deregistration refuses while the count is non-zero.
+  void release_region(uint32_t key) {
+    if (Region* r = region_slot(key)) r->word.fetch_sub(1, std::memory_order_release);
+  }
+};
+
+MemoryTable::MemoryTable() : impl_(std::make_unique<Impl>()) {}
+MemoryTable::~MemoryTable() = default;
+
+bool MemoryTable::init(uint32_t max_mrs, uint32_t max_mws, rte_rcu_qsbr* qsbr) {
+  // Region indexes 1..max_mrs must stay below the window key space.
+  if (max_mrs == 0 || max_mrs >= kMwKeyBase || max_mws == 0 || max_mws > kMaxMws) return false;
+  impl_->mrs = std::make_unique<Region[]>(max_mrs);
+  impl_->mws = std::make_unique<Window[]>(max_mws);
+  impl_->max_mrs = max_mrs;
+  impl_->max_mws = max_mws;
+  impl_->free_mrs.reset(max_mrs);
+  impl_->free_mws.reset(max_mws);
+  impl_->qsbr = qsbr;
+  return true;
+}
+
+bool MemoryTable::register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access,
+                              uint32_t* key) {
+  const auto va = reinterpret_cast<uint64_t>(addr);
+  if (key == nullptr || len == 0 || len - 1 > UINT64_MAX - va) return false;
+  if ((access & ~kRegionRights) != 0) return false;
+  if ((access & kWritingRights) != 0 && (access & kAccessLocalWrite) == 0) return false;
+  uint32_t slot;
+  if (impl_->mrs == nullptr || !impl_->free_mrs.pop(&slot)) return false;
+  Region& r = impl_->mrs[slot];
+  r.addr = va;
+  r.len = len;
+  r.pd = pd;
+  r.access = access;
+  *key = make_key(slot + 1, r.next_byte++);
+  r.word.store(uint64_t(*key) << kRegionKeyShift, std::memory_order_release);
+  return true;
+}
+
+bool MemoryTable::deregister_mr(uint32_t key) {
+  if (is_mw_key(key)) return false;
+  Region* r = impl_->region_slot(key);
+  if (r == nullptr) return false;
+  uint64_t cur = r->word.load(std::memory_order_acquire);
+  do {
+    if (uint32_t(cur >> kRegionKeyShift) != key || (cur & kBoundCountMask) != 0) return false;
+  } while (!r->word.compare_exchange_weak(cur, 0, std::memory_order_acq_rel));
+  // An lcore may have matched the key just before it was cleared; the slot is rewritten only
+  // after every lcore has passed a quiescent state since.
+  if (impl_->qsbr != nullptr) rte_rcu_qsbr_check(impl_->qsbr, rte_rcu_qsbr_start(impl_->qsbr), true);
+  impl_->free_mrs.push(uint32_t(r - impl_->mrs.get()));
+  return true;
+}
+
+uint32_t MemoryTable::alloc_mw(uint32_t pd, uint64_t context) {
+  uint32_t slot;
+  if (impl_->mws == nullptr || !impl_->free_mws.pop(&slot)) return 0;
+  Window& w = impl_->mws[slot];
+  const MwWord old = MwWord::unpack(w.word.load(std::memory_order_relaxed));
+  // A new key byte, so keys of the slot's previous allocation stay dead.
+  const uint32_t key = make_key(kMwKeyBase + slot, uint8_t(key_byte(old.key) + 1));
+  w.pd.store(pd, std::memory_order_relaxed);
+  w.context.store(context, std::memory_order_relaxed);
+  w.word.store(old.next(key, MwState::kUnbound).pack(), std::memory_order_release);
+  return key;
+}
+
+bool MemoryTable::dealloc_mw(uint32_t key) {
+  Window* w = impl_->window_slot(key);
+  if (w == nullptr) return false;
+  for (;;) {
+    const WindowView v = Impl::read(*w);
+    if (v.word.key != key || v.word.state == MwState::kFree) return false;
+    if (v.word.state == MwState::kBinding) {  // an lcore is mid-bind: a few stores away
+      rte_pause();
+      continue;
+    }
+    uint64_t expected = v.word.pack();
+    if (!w->word.compare_exchange_strong(expected, v.word.next(key, MwState::kFree).pack(),
+                                         std::memory_order_acq_rel))
+      continue;
+    if (v.word.state == MwState::kBound) impl_->release_region(v.mr_key);
+    impl_->free_mws.push(uint32_t(w - impl_->mws.get()));
+    return true;
+  }
+}
+
+KeyCheck MemoryTable::check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
+                                  bool need_local_write, Resolved* out) const {
+  if (len == 0) {
+    if (out != nullptr) out->host = &zero_length_sink;
+    return KeyCheck::kOk;
+  }
+  if (is_mw_key(lkey)) return KeyCheck::kBadKey;  // windows carry remote rights only
+  const Region* r = impl_->region(lkey);
+  if (r == nullptr) return KeyCheck::kBadKey;
+  if (r->pd != pd) return KeyCheck::kBadPd;
+  if (need_local_write && (r->access & kAccessLocalWrite) == 0) return KeyCheck::kNoAccess;
+  if (!range_inside(r->addr, r->len, addr, len)) return KeyCheck::kOutOfRange;
+  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(addr);
+  return KeyCheck::kOk;
+}
+
+KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qpn, uint32_t rkey, uint64_t va,
+                                   uint64_t len, uint32_t access, Resolved* out) const {
+  if (len == 0 && (access & kAccessRemoteAtomic) == 0) {
+    if (out != nullptr) out->host = &zero_length_sink;
+    return KeyCheck::kOk;
+  }
+  if (access == 0 || (access & ~kRemoteRights) != 0) return KeyCheck::kNoAccess;
+  if (!is_mw_key(rkey)) {
+    const Region* r = impl_->region(rkey);
+    if (r == nullptr) return KeyCheck::kBadKey;
+    if (r->pd != pd) return KeyCheck::kBadPd;
+    if ((r->access & access) != access) return KeyCheck::kNoAccess;
+    if (!range_inside(r->addr, r->len, va, len)) return KeyCheck::kOutOfRange;
+    if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+    return KeyCheck::kOk;
+  }
+  const Window* w = impl_->window_slot(rkey);
+  if (w == nullptr) return KeyCheck::kBadKey;
+  const WindowView v = Impl::read(*w);
+  if (v.word.key != rkey) return KeyCheck::kBadKey;
+  // An invalidated window keeps its key until the next bind, so the peer learns why.
+  if (v.word.state == MwState::kInvalidated) return KeyCheck::kInvalidated;
+  if (v.word.state != MwState::kBound) return KeyCheck::kBadKey;
+  if (v.pd != pd) return KeyCheck::kBadPd;
+  if (v.qpn != qpn) return KeyCheck::kBadQp;
+  if ((v.access & access) != access) return KeyCheck::kNoAccess;
+  if (!range_inside(v.addr, v.len, va, len)) return KeyCheck::kOutOfRange;
+  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+  return KeyCheck::kOk;
+}
+
+KeyCheck MemoryTable::bind_mw(uint32_t pd, uint32_t qpn, uint32_t mw_key, uint32_t mr_key,
+                              uint64_t addr, uint64_t len, uint32_t access, uint8_t new_key_byte,
+                              uint32_t* new_key) {
+  Window* w = impl_->window_slot(mw_key);
+  if (w == nullptr) return KeyCheck::kBadKey;
+  if (access == 0 || (access & ~kRemoteRights) != 0) return KeyCheck::kNoAccess;
+  if (len == 0) return KeyCheck::kOutOfRange;
+  for (;;) {
+    const WindowView v = Impl::read(*w);
+    if (v.word.key != mw_key || v.word.state == MwState::kFree) return KeyCheck::kBadKey;
+    if (v.word.state != MwState::kUnbound && v.word.state != MwState::kInvalidated)
+      return KeyCheck::kNoAccess;  // bound, or another lcore is binding it
+    if (v.pd != pd) return KeyCheck::kBadPd;
+    if (new_key_byte == key_byte(mw_key)) return KeyCheck::kBadKey;
+
+    if (is_mw_key(mr_key)) return KeyCheck::kBadKey;
+    Region* r = impl_->region(mr_key);
+    if (r == nullptr) return KeyCheck::kBadKey;
+    if (r->pd != pd) return KeyCheck::kBadPd;
+    if ((r->access & kAccessMwBind) == 0) return KeyCheck::kNoAccess;
+    if ((access & kWritingRights) != 0 && (r->access & kAccessLocalWrite) == 0)
+      return KeyCheck::kNoAccess;
+    if (!range_inside(r->addr, r->len, addr, len)) return KeyCheck::kOutOfRange;
+
+    // Winning this CAS makes this lcore the only writer of the fields.
+    uint64_t expected = v.word.pack();
+    const MwWord binding = v.word.next(mw_key, MwState::kBinding);
+    if (!w->word.compare_exchange_strong(expected, binding.pack(), std::memory_order_acq_rel))
+      continue;
+    if (!impl_->hold_region(*r, mr_key)) {  // deregistered since the check above
+      w->word.store(binding.next(mw_key, v.word.state).pack(), std::memory_order_release);
+      return KeyCheck::kBadKey;
+    }
+    w->mr_key.store(mr_key, std::memory_order_relaxed);
+    w->addr.store(addr, std::memory_order_relaxed);
+    w->len.store(len, std::memory_order_relaxed);
+    w->access.store(access, std::memory_order_relaxed);
+    w->qpn.store(qpn, std::memory_order_relaxed);
+    const uint32_t key = make_key(key_index(mw_key), new_key_byte);
+    w->word.store(binding.next(key, MwState::kBound).pack(), std::memory_order_release);
+    if (new_key != nullptr) *new_key = key;
+    return KeyCheck::kOk;
+  }
+}
+
+KeyCheck MemoryTable::invalidate_mw(uint32_t pd, uint32_t key, uint64_t* context) {
+  Window* w = impl_->window_slot(key);
+  if (w == nullptr) return KeyCheck::kBadKey;
+  for (;;) {
+    const WindowView v = Impl::read(*w);
+    if (v.word.key != key || v.word.state == MwState::kFree) return KeyCheck::kBadKey;
+    // Unbound, already invalidated, or mid-bind to a new key: nothing is bound under `key`.
+    if (v.word.state != MwState::kBound) return KeyCheck::kInvalidated;
+    if (v.pd != pd) return KeyCheck::kBadPd;
+    uint64_t expected = v.word.pack();
+    if (!w->word.compare_exchange_strong(expected, v.word.next(key, MwState::kInvalidated).pack(),
+                                         std::memory_order_acq_rel))
+      continue;
+    impl_->release_region(v.mr_key);
+    if (context != nullptr) *context = v.context;
+    return KeyCheck::kOk;
+  }
+}
+
+const char* key_check_name(KeyCheck k) {
+  switch (k) {
+    case KeyCheck::kOk: return "ok";
+    case KeyCheck::kBadKey: return "bad_key";
+    case KeyCheck::kBadPd: return "bad_pd";
+    case KeyCheck::kBadQp: return "bad_qp";
+    case KeyCheck::kNoAccess: return "no_access";
+    case KeyCheck::kOutOfRange: return "out_of_range";
+    case KeyCheck::kInvalidated: return "invalidated";
+  }
+  return "unknown";
+}
+
+}  // namespace ndnic::nic

@@ -1,0 +1,95 @@
+// Memory regions and type-2 memory windows, and the key checks the responder and the
+// requester make against them.
+//
+// Keys are (index << 8) | key byte. The key byte changes on every registration of a slot and
+// every bind of a window, so a stale key never matches. Regions are written by the application
+// thread (register/deregister) and read by lcores; windows are changed by lcores (bind,
+// invalidate) through an atomic state word, so no lock is taken on either side.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include "nic/verbs.h"
+
+struct rte_rcu_qsbr;
+
+namespace ndnic::nic {
+
+constexpr uint32_t kKeyIndexShift = 8;
+constexpr uint32_t kKeyByteMask = 0xff;
+constexpr uint32_t kMwKeyBase = 0x800000;  ///< window indexes start here, so MR and MW keys never collide
+
+inline uint32_t key_index(uint32_t key) { return key >> kKeyIndexShift; }
+inline uint8_t key_byte(uint32_t key) { return uint8_t(key & kKeyByteMask); }
+inline uint32_t make_key(uint32_t index, uint8_t byte) { return index << kKeyIndexShift | byte; }
+inline bool is_mw_key(uint32_t key) { return key_index(key) >= kMwKeyBase; }
+
+/// Outcome of a key check, mapped by callers to a NAK or a completion status.
+enum class KeyCheck : uint8_t {
+  kOk,
+  kBadKey,        ///< no such region/window, or a stale key byte
+  kBadPd,         ///< the key belongs to another protection domain
+  kBadQp,         ///< a type-2 window bound to another QP
+  kNoAccess,      ///< the rights do not include the operation
+  kOutOfRange,    ///< [va, va+len) is not inside the region/window
+  kInvalidated,   ///< a window that was invalidated (and not bound again)
+};
+const char* key_check_name(KeyCheck k);
+
+/// What a successful check resolves to: host address for the first byte.
+struct Resolved {
+  uint8_t* host = nullptr;
+};
+
+class MemoryTable {
+ public:
+  MemoryTable();
+  ~MemoryTable();
+
+  /// Sizes the tables. `qsbr` (may be nullptr in single-threaded use) is the RCU variable the
+  /// lcores report quiescent states on; deregistration waits on it before reusing a slot.
+  bool init(uint32_t max_mrs, uint32_t max_mws, rte_rcu_qsbr* qsbr);
+
+  // ---- application thread ---------------------------------------------------------------
+  /// New region over [addr, addr+len) with Access rights. lkey == rkey. False when full or
+  /// when len is 0 or the range wraps.
+  bool register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, uint32_t* key);
+  /// Removes the region; its key fails at once. False for an unknown key or one with
+  /// bound windows.
+  bool deregister_mr(uint32_t key);
+  /// New window in `pd`, unbound; returns its key (0 if full). `context` is reported with the
+  /// window's remote-invalidate completion.
+  uint32_t alloc_mw(uint32_t pd, uint64_t context);
+  bool dealloc_mw(uint32_t key);
+
+  // ---- lcores -----------------------------------------------------------------------------
+  /// A local SGE: lkey names a region of `pd` with local access; [addr, addr+len) inside it.
+  /// `need_local_write` for receive buffers and READ/atomic sinks.
+  KeyCheck check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
+                       bool need_local_write, Resolved* out) const;
+  /// A remote access through an R_Key: region or window of `pd`, a window bound to `qpn`,
+  /// `access` (kAccessRemoteRead / Write / Atomic) granted, [va, va+len) inside.
+  KeyCheck check_remote(uint32_t pd, uint32_t qpn, uint32_t rkey, uint64_t va, uint64_t len,
+                        uint32_t access, Resolved* out) const;
+
+  /// Binds window `mw_key` (of `pd`) to [addr, addr+len) of region `mr_key` for `qpn` with
+  /// `access`; the window's new key gets key byte `new_key_byte`. The region must allow
+  /// kAccessMwBind and contain the range; `access` must be a non-empty subset of remote
+  /// read/write/atomic (write and atomic need the region's local write). Returns kOk and the
+  /// new key.
+  KeyCheck bind_mw(uint32_t pd, uint32_t qpn, uint32_t mw_key, uint32_t mr_key, uint64_t addr,
+                   uint64_t len, uint32_t access, uint8_t new_key_byte, uint32_t* new_key);
+  /// Invalidates window `key` of `pd` (local invalidate, or the remote-invalidate handler).
+  /// Fails with kBadKey for a stale/unknown key, kInvalidated when already invalid.
+  /// On success, `context` receives the window's context.
+  KeyCheck invalidate_mw(uint32_t pd, uint32_t key, uint64_t* context);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ndnic::nic

@@ -1,0 +1,159 @@
+// ndnic's NIC: a RoCEv2 RC transport on DPDK poll-mode lcores.
+//
+// The application side (the ND frontend, tests, tools) creates memory regions, windows,
+// completion queues and QPs through Device; it posts work requests to a QP's rings and reads
+// completions from a CQ's ring. The lcore that owns a QP drains its rings, runs the requester,
+// responder and completer, and is the only thread that touches the QP's transport state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "nic/verbs.h"
+
+namespace ndnic::glue {
+class Port;
+}
+
+namespace ndnic::nic {
+
+class Cq;
+class Qp;
+struct DeviceImpl;
+struct FaultConfig;
+
+struct DeviceConfig {
+  std::vector<glue::Port*> ports;    ///< one port, or one per lcore queue set (opened by the caller)
+  std::vector<unsigned> lcores;      ///< worker lcores; empty: the caller polls with Device::poll()
+  uint32_t max_qps = 1024;
+  uint32_t max_mrs = 4096;
+  uint32_t max_mws = 4096;
+  uint32_t send_ring = 1024;         ///< entries per QP send ring (power of two)
+  uint32_t recv_ring = 1024;         ///< entries per QP receive ring (power of two)
+};
+
+/// A registered region: local key for SGEs, remote key for peers.
+struct MrKeys {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+};
+
+struct QpCaps {
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  uint32_t max_send_wr = 256;
+  uint32_t max_recv_wr = 256;
+  uint32_t max_send_sge = kMaxSge;
+  uint32_t max_recv_sge = kMaxSge;
+  uint32_t max_inline = kMaxInline;
+  uint32_t pd = 0;                   ///< protection domain (Device::alloc_pd)
+};
+
+class Device {
+ public:
+  Device();
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  /// Starts the engine: one worker per lcore in config.lcores (or none: call poll()).
+  bool open(const DeviceConfig& config);
+  void close();
+  const std::string& error() const { return error_; }
+
+  /// Runs one iteration of the engine on the calling thread (when no worker lcores were given).
+  /// Returns the number of packets and work requests it processed.
+  unsigned poll();
+
+  uint32_t alloc_pd();
+
+  /// Registers [addr, addr+len) with the given Access rights. Returns false for a bad
+  /// argument or a full table.
+  bool register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, MrKeys* keys);
+  /// Removes a region: its keys stop matching at once; returns after no lcore can still use it.
+  bool deregister_mr(uint32_t lkey);
+
+  /// Allocates a type-2 memory window; `context` is returned as wr_id of the window's
+  /// kRemoteInvalidate completion. Returns its initial R_Key (unbound), 0 on failure.
+  uint32_t alloc_mw(uint32_t pd, uint64_t context);
+  bool dealloc_mw(uint32_t rkey);
+
+  Cq* create_cq(uint32_t entries);
+  void destroy_cq(Cq* cq);
+
+  Qp* create_qp(const QpCaps& caps);
+  void destroy_qp(Qp* qp);
+
+  /// Installs (or with nullptr removes) the fault-injection switch on the packet path.
+  void set_faults(const FaultConfig* faults);
+
+  DeviceImpl* impl() { return impl_.get(); }
+
+ private:
+  std::unique_ptr<DeviceImpl> impl_;
+  std::string error_;
+};
+
+/// A completion queue. Producers are lcores; one consumer (the application).
+class Cq {
+ public:
+  /// Takes up to n completions. Never blocks.
+  unsigned poll(Completion* out, unsigned n);
+  /// Arms the CQ: the next completion (any), or the next solicited or error completion
+  /// (solicited_only), makes the event fd readable once.
+  void arm(bool solicited_only);
+  /// An eventfd to wait on (poll/epoll/read) after arm().
+  int event_fd() const;
+  /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
+  bool wait(int timeout_ms);
+  uint32_t capacity() const;
+  bool resize(uint32_t entries);
+
+  struct Impl;
+  Impl* impl() { return impl_; }
+
+ private:
+  friend class Device;
+  Impl* impl_ = nullptr;
+};
+
+/// A reliable-connection QP. Posting is single-producer: one application thread per QP.
+class Qp {
+ public:
+  uint32_t qpn() const;
+  /// Moves the QP through RESET -> INIT -> RTR -> RTS (or to ERROR / RESET). Applied by the
+  /// owning lcore; returns when it has been.
+  bool modify(QpState to, const QpAttr& attr);
+  QpState state() const;
+
+  /// Posts a send-side work request. False (nothing posted) when the ring is full or the
+  /// request is malformed (too many SGEs, inline too long, unknown opcode).
+  bool post_send(const SendWr& wr);
+  /// Posts n requests as one ring operation (one doorbell): all of them or none.
+  bool post_send_burst(const SendWr* wrs, unsigned n);
+  bool post_recv(const RecvWr& wr);
+  /// Transport counters of this QP (exact once its lcore is quiet).
+  struct Counters {
+    uint64_t tx_packets = 0, rx_packets = 0, tx_bytes = 0, rx_bytes = 0;
+    uint64_t retransmits = 0;       ///< packets sent again (timeout, NAK or RNR)
+    uint64_t timeouts = 0;          ///< retransmission timer expiries
+    uint64_t naks_sent[4] = {};     ///< PSN sequence, invalid request, remote access, remote op
+    uint64_t naks_received[4] = {};
+    uint64_t rnr_naks_sent = 0, rnr_naks_received = 0;
+    uint64_t duplicates = 0;        ///< duplicate requests received (re-ACKed or replayed)
+    uint64_t out_of_sequence = 0;   ///< requests received past the expected PSN
+    uint64_t invalidations = 0;     ///< windows invalidated by the peer's SEND WITH INVALIDATE
+  };
+  Counters counters() const;
+
+  struct Impl;
+  Impl* impl() { return impl_; }
+
+ private:
+  friend class Device;
+  Impl* impl_ = nullptr;
+};
+
+}  // namespace ndnic::nic

@@ -1,0 +1,203 @@
+// QP state changes (RESET -> INIT -> RTR -> RTS, ERROR), in-order completions, and the flush
+// of both queues when the QP enters ERROR.
+#include <cstring>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nic/engine.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kSend:
+    case WrOpcode::kSendImm:
+    case WrOpcode::kSendInv:
+      return WcOpcode::kSend;
+    case WrOpcode::kWrite:
+    case WrOpcode::kWriteImm:
+      return WcOpcode::kWrite;
+    case WrOpcode::kRead:
+      return WcOpcode::kRead;
+    case WrOpcode::kCompareSwap:
+      return WcOpcode::kCompareSwap;
+    case WrOpcode::kFetchAdd:
+      return WcOpcode::kFetchAdd;
+    case WrOpcode::kBindMw:
+      return WcOpcode::kBindMw;
+    case WrOpcode::kLocalInv:
+      return WcOpcode::kLocalInv;
+  }
+  return WcOpcode::kSend;
+}
+
+bool valid_mtu(uint32_t mtu) {
+  return mtu == 256 || mtu == 512 || mtu == 1024 || mtu == 2048 || mtu == 4096;
+}
+
+/// The UDP source port rxe derives from the QPNs (flow label folded into 14 bits), so both
+/// directions of a connection share one port, as with rxe.
+uint16_t udp_sport_for(uint32_t lqpn, uint32_t rqpn) {
+  uint64_t fl = uint64_t(lqpn) * rqpn;
+  fl ^= fl >> 20;
+  fl ^= fl >> 40;
+  const uint32_t label = uint32_t(fl & 0xFFFFF);
+  return uint16_t(0xC000 | ((label & 0x3FFF) ^ (label >> 14)));
+}
+
+void reset_transport(Qp::Impl& qp) {
+  qp.req.head = qp.req.next = qp.req.tail = 0;
+  qp.req.rd_atomic_outstanding = 0;
+  qp.req.noack_pkts = 0;
+  qp.comp = CompState{};
+  const size_t nres = qp.resp.res.size();
+  qp.resp = RespState{};
+  qp.resp.res.assign(nres, ReadResource{});
+}
+
+}  // namespace
+
+void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
+  if (w.status == WcStatus::kSuccess && !(w.wr.flags & kWrSignaled)) return;
+  Completion c{};
+  c.wr_id = w.wr.wr_id;
+  c.status = w.status;
+  c.opcode = wc_opcode(w.wr.opcode);
+  c.qpn = qp.qpn;
+  c.byte_len = (w.wr.opcode == WrOpcode::kCompareSwap || w.wr.opcode == WrOpcode::kFetchAdd)
+                   ? 8 : w.length;
+  if (w.wr.opcode == WrOpcode::kBindMw) c.imm_or_inv = w.wr.bind.mw_key;
+  qp.send_cq->impl()->push(c);
+}
+
+void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
+                   uint8_t flags, uint32_t imm_or_inv, bool solicited) {
+  Completion c{};
+  c.wr_id = wr_id;
+  c.status = st;
+  c.opcode = op;
+  c.byte_len = len;
+  c.flags = flags;
+  c.imm_or_inv = imm_or_inv;
+  c.qpn = qp.qpn;
+  c.solicited = solicited;
+  qp.recv_cq->impl()->push(c);
+}
+
+void advance_completions(Shard& s, Qp::Impl& qp) {
+  ReqState& r = qp.req;
+  while (r.head != r.next) {
+    SendWqe& w = r.sq[r.head & r.mask];
+    if (w.state == WqeState::kDone) {
+      complete_wqe(qp, w);
+      r.head++;
+      continue;
+    }
+    if (w.state == WqeState::kError) {
+      complete_wqe(qp, w);
+      r.head++;
+      qp_to_error(s, qp);
+    }
+    return;
+  }
+}
+
+bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& a) {
+  const QpState from = qp.state.load(std::memory_order_relaxed);
+  switch (to) {
+    case QpState::kReset:
+      qp_flush(s, qp);
+      reset_transport(qp);
+      qp.state.store(QpState::kReset, std::memory_order_release);
+      return true;
+    case QpState::kError:
+      qp_to_error(s, qp);
+      return true;
+    case QpState::kInit:
+      if (from != QpState::kReset && from != QpState::kInit) return false;
+      break;
+    case QpState::kRtr: {
+      if (from != QpState::kInit) return false;
+      if (!valid_mtu(a.path_mtu) || a.dest_ipv4 == 0 || a.remote_qpn > wire::kPsnMask) return false;
+      // A full packet must fit one mbuf.
+      const size_t frame = wire::kEthHdrLen + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen +
+                           wire::kRethLen + wire::kImmDtLen + a.path_mtu + wire::kIcrcLen;
+      if (frame > size_t(rte_pktmbuf_data_room_size(s.port->mempool())) - RTE_PKTMBUF_HEADROOM)
+        return false;
+      qp.attr.remote_qpn = a.remote_qpn;
+      qp.attr.rq_psn = a.rq_psn & wire::kPsnMask;
+      qp.attr.path_mtu = a.path_mtu;
+      qp.attr.dest_ipv4 = a.dest_ipv4;
+      std::memcpy(qp.attr.dest_mac, a.dest_mac, 6);
+      qp.attr.min_rnr_timer = a.min_rnr_timer & 0x1f;
+      qp.attr.max_dest_rd_atomic = a.max_dest_rd_atomic;
+      static const uint8_t kZero[6] = {};
+      qp.mac_known = std::memcmp(a.dest_mac, kZero, 6) != 0;
+      std::memcpy(qp.dest_mac.addr_bytes, a.dest_mac, 6);
+      qp.udp_sport = a.udp_src_port ? a.udp_src_port : udp_sport_for(qp.qpn, a.remote_qpn);
+      qp.resp.psn = qp.attr.rq_psn;
+      break;
+    }
+    case QpState::kRts:
+      if (from != QpState::kRtr) return false;
+      qp.attr.sq_psn = a.sq_psn & wire::kPsnMask;
+      qp.attr.retry_cnt = a.retry_cnt & 7;
+      qp.attr.rnr_retry = a.rnr_retry & 7;
+      qp.attr.timeout = a.timeout & 0x1f;
+      qp.attr.max_rd_atomic = a.max_rd_atomic ? a.max_rd_atomic : 1;
+      qp.req.psn = qp.attr.sq_psn;
+      qp.comp.psn = qp.attr.sq_psn;
+      qp.comp.retry_left = qp.attr.retry_cnt;
+      qp.comp.rnr_retry_left = qp.attr.rnr_retry;
+      // IBTA: 4.096 us * 2^timeout; 0 means wait forever.
+      qp.timeout_tsc = qp.attr.timeout
+                           ? uint64_t(4.096e-6 * double(1ull << qp.attr.timeout) * double(s.tsc_hz))
+                           : 0;
+      break;
+  }
+  qp.state.store(to, std::memory_order_release);
+  return true;
+}
+
+void qp_to_error(Shard& s, Qp::Impl& qp) {
+  qp.state.store(QpState::kError, std::memory_order_release);
+  qp_flush(s, qp);
+}
+
+void qp_flush(Shard&, Qp::Impl& qp) {
+  // Send side: everything not yet completed, then whatever is still on the ring.
+  ReqState& r = qp.req;
+  for (; r.head != r.tail; r.head++) {
+    SendWqe& w = r.sq[r.head & r.mask];
+    if (w.state != WqeState::kError) w.status = WcStatus::kWrFlushed;
+    complete_wqe(qp, w);
+  }
+  r.next = r.tail = r.head;
+  r.rd_atomic_outstanding = 0;
+  SendWqe w;
+  while (rte_ring_sc_dequeue_elem(qp.send_ring, &w.wr, sizeof(SendWr)) == 0) {
+    w.status = WcStatus::kWrFlushed;
+    w.length = 0;
+    complete_wqe(qp, w);
+  }
+  qp.comp.timer_tsc = qp.comp.rnr_tsc = 0;
+  qp.comp.retry_pending = false;
+  // Receive side: the receive in progress, then the ring.
+  RespState& rs = qp.resp;
+  if (rs.have_recv) complete_recv(qp, rs.recv.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+  rs.have_recv = rs.in_send = rs.in_write = false;
+  RecvWr rw;
+  while (rte_ring_sc_dequeue_elem(qp.recv_ring, &rw, sizeof(RecvWr)) == 0)
+    complete_recv(qp, rw.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+  for (auto& res : rs.res) res.active = false;
+  rs.reads_active = 0;
+  for (auto& [m, pkt] : rs.deferred) rte_pktmbuf_free(m);
+  rs.deferred.clear();
+}
+
+}  // namespace ndnic::nic

@@ -1,0 +1,141 @@
+// A QP's private state. The application thread touches only `send_ring`, `recv_ring` and the
+// atomic `state`; everything else belongs to the lcore that owns the QP.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include <rte_ether.h>
+
+#include "nic/nic.h"
+#include "wire/packet.h"
+
+struct rte_mbuf;
+struct rte_ring;
+
+namespace ndnic::nic {
+
+struct Shard;
+
+constexpr uint32_t kMaxUnackedPsns = 256;     ///< requester window, in packets
+constexpr uint32_t kAckReqEvery = 32;         ///< AckReq at least this often inside long messages
+constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay slots (per QP)
+
+/// 24-bit PSN arithmetic: a - b as a signed distance.
+inline int32_t psn_diff(uint32_t a, uint32_t b) { return int32_t((a - b) << 8) >> 8; }
+inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & 0xFFFFFF; }
+
+// ---- requester / completer ---------------------------------------------------------------
+
+enum class WqeState : uint8_t {
+  kPosted,    ///< taken from the ring, not yet (fully) sent
+  kSent,      ///< every packet sent; waiting for its ACK / response
+  kDone,      ///< acknowledged (or a local op executed); completes in order
+  kError,     ///< failed with `status`; completes in order, then the QP goes to ERROR
+};
+
+/// A send-side work request while the requester and completer own it.
+struct SendWqe {
+  SendWr wr;
+  WqeState state = WqeState::kPosted;
+  WcStatus status = WcStatus::kSuccess;
+  uint32_t length = 0;        ///< message bytes
+  uint32_t first_psn = 0;     ///< PSN of its first packet (READ: of the request)
+  uint32_t last_psn = 0;      ///< PSN of its last packet (READ: of the last response)
+  uint32_t npkts = 0;         ///< packets (READ: response packets)
+  uint32_t sent = 0;          ///< bytes sent so far (resets on retry)
+  uint32_t next_psn = 0;      ///< PSN of the next packet to send (retry rewinds it)
+  uint32_t placed = 0;        ///< READ: bytes placed from responses
+  uint64_t atomic_orig = 0;   ///< atomic: the original value returned
+  bool rd_counted = false;    ///< READ/atomic: counted in rd_atomic_outstanding
+  bool psn_assigned = false;  ///< first_psn/last_psn/npkts are set (on first transmission)
+  uint8_t* host[kMaxSge] = {};  ///< SGE addresses checked against their lkeys at fetch time
+};
+
+struct ReqState {
+  std::vector<SendWqe> sq;    ///< circular, capacity a power of two
+  uint32_t mask = 0;
+  uint32_t head = 0;          ///< oldest WQE not yet completed
+  uint32_t next = 0;          ///< next WQE to send
+  uint32_t tail = 0;          ///< one past the newest WQE
+  uint32_t psn = 0;           ///< next PSN to send
+  uint32_t rd_atomic_outstanding = 0;
+  uint16_t noack_pkts = 0;    ///< packets since the last AckReq
+};
+
+struct CompState {
+  uint32_t psn = 0;           ///< oldest PSN not yet acknowledged
+  uint8_t retry_left = 7;
+  uint8_t rnr_retry_left = 7;
+  uint64_t timer_tsc = 0;     ///< retransmission deadline; 0 = not armed
+  uint64_t rnr_tsc = 0;       ///< RNR wait deadline; 0 = not waiting
+  bool retry_pending = false; ///< go back to `retry_psn` before sending anything new
+  uint32_t retry_psn = 0;
+};
+
+// ---- responder ---------------------------------------------------------------------------
+
+/// A READ or atomic the responder accepted, kept to answer (and replay) it.
+struct ReadResource {
+  bool valid = false;
+  bool atomic = false;
+  uint32_t first_psn = 0;
+  uint32_t last_psn = 0;
+  uint32_t rkey = 0;
+  uint64_t va = 0;
+  uint32_t length = 0;
+  uint64_t atomic_orig = 0;
+  uint32_t msn = 0;           ///< MSN reported in its responses
+  // Response generation progress (READ):
+  bool active = false;
+  uint32_t offset = 0;        ///< next byte to send
+  uint32_t psn = 0;           ///< next response PSN
+};
+
+struct RespState {
+  uint32_t psn = 0;           ///< expected PSN
+  uint32_t msn = 0;           ///< messages completed
+  bool nak_sent = false;      ///< one PSN-sequence NAK per gap
+  // The message in progress (SEND or WRITE FIRST/MIDDLE seen, LAST not yet):
+  bool in_send = false;
+  bool in_write = false;
+  RecvWr recv{};              ///< the receive a SEND is landing in
+  bool have_recv = false;
+  uint32_t recv_offset = 0;   ///< bytes placed into `recv`
+  uint32_t recv_capacity = 0;
+  uint8_t* write_host = nullptr;  ///< next byte a WRITE places
+  uint32_t write_left = 0;    ///< bytes of the WRITE's DMA length still to come
+  uint32_t write_len = 0;
+  std::vector<ReadResource> res;
+  uint32_t res_next = 0;      ///< slot the next READ/atomic takes
+  uint32_t reads_active = 0;  ///< READs whose responses are still being sent
+  /// Requests that arrived while a READ reply was in progress: responses leave in PSN order,
+  /// so they wait (with their mbufs) until it is done.
+  std::deque<std::pair<rte_mbuf*, wire::RocePacket>> deferred;
+};
+
+struct Qp::Impl {
+  Qp handle;
+  uint32_t qpn = 0;
+  uint32_t pd = 0;
+  Shard* shard = nullptr;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  QpCaps caps;
+  std::atomic<QpState> state{QpState::kReset};
+  QpAttr attr;
+  rte_ring* send_ring = nullptr;   ///< SendWr, app -> lcore (single producer, single consumer)
+  rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
+  bool mac_known = false;
+  rte_ether_addr dest_mac{};
+  uint16_t udp_sport = 0;
+  uint64_t timeout_tsc = 0;        ///< local ACK timeout in TSC cycles
+  ReqState req;
+  CompState comp;
+  RespState resp;
+  Qp::Counters counters;
+};
+
+}  // namespace ndnic::nic

@@ -1,0 +1,41 @@
+// Receive dispatch: a decoded packet goes to its QP's responder (requests) or completer
+// (responses); anything for a QP that cannot take it is counted and dropped.
+#include "nic/engine.h"
+
+namespace ndnic::nic {
+
+bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
+  Qp::Impl* qp = s.dev->qp_by_number(pkt.bth.dest_qp);
+  if (!qp || qp->shard != &s) {
+    s.unknown_qp++;
+    return false;
+  }
+  const QpState st = qp->state.load(std::memory_order_relaxed);
+  // A QP receives from RTR on; from its own peer only.
+  if (st == QpState::kReset || st == QpState::kInit || st == QpState::kError ||
+      pkt.ip4.src != qp->attr.dest_ipv4) {
+    s.unknown_qp++;
+    return false;
+  }
+  qp->counters.rx_packets++;
+  qp->counters.rx_bytes += pkt.payload_len;
+  switch (wire::opcode_info(pkt.bth.opcode).kind) {
+    case wire::OpKind::kSend:
+    case wire::OpKind::kWrite:
+    case wire::OpKind::kReadRequest:
+    case wire::OpKind::kAtomic:
+      if (pkt.bth.opcode == wire::kUdSendOnly) {  // no UD QPs on this path
+        s.unknown_qp++;
+        return false;
+      }
+      return responder_packet(s, *qp, pkt, m);
+    case wire::OpKind::kReadResponse:
+    case wire::OpKind::kAck:
+    case wire::OpKind::kAtomicAck:
+      if (st == QpState::kRts) completer_packet(s, *qp, pkt);
+      return false;
+  }
+  return false;
+}
+
+}  // namespace ndnic::nic

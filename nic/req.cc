@@ -1,0 +1,283 @@
+// The requester: takes work requests off the QP's send ring and turns them into packets.
+// States, as in rxe_req.c: FETCH (ring -> SQ, local key checks), then per WQE: LOCAL_OP
+// (bind / local invalidate, executed in order), FENCE_WAIT, RD_ATOMIC_LIMIT, WINDOW_FULL,
+// SEND_PACKET (segmented by path MTU); RETRY rewinds to a PSN (go-back-N).
+#include <algorithm>
+#include <cstring>
+
+#include <rte_cycles.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nic/engine.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+bool is_rd_atomic(WrOpcode op) {
+  return op == WrOpcode::kRead || op == WrOpcode::kCompareSwap || op == WrOpcode::kFetchAdd;
+}
+bool is_atomic(WrOpcode op) { return op == WrOpcode::kCompareSwap || op == WrOpcode::kFetchAdd; }
+bool is_local(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv; }
+
+uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
+
+/// FETCH: ring -> SQ slot; SGEs checked against their regions now, so a bad lkey fails the
+/// request before anything goes on the wire.
+void fetch(Shard& s, Qp::Impl& qp) {
+  ReqState& r = qp.req;
+  while (r.tail - r.head <= r.mask) {
+    SendWqe& w = r.sq[r.tail & r.mask];
+    if (rte_ring_sc_dequeue_elem(qp.send_ring, &w.wr, sizeof(SendWr)) != 0) return;
+    w.state = WqeState::kPosted;
+    w.status = WcStatus::kSuccess;
+    w.sent = w.placed = 0;
+    w.rd_counted = false;
+    w.psn_assigned = false;
+    w.atomic_orig = 0;
+    w.length = 0;
+    if (w.wr.flags & kWrInline) {
+      w.length = w.wr.inline_len;
+    } else if (!is_local(w.wr.opcode)) {
+      const bool sink = is_rd_atomic(w.wr.opcode);  // READ/atomic results are written locally
+      for (unsigned i = 0; i < w.wr.num_sge; i++) {
+        const Sge& g = w.wr.sge[i];
+        Resolved res;
+        if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr, g.length, sink, &res) != KeyCheck::kOk) {
+          w.state = WqeState::kError;
+          w.status = WcStatus::kLocalProtection;
+          break;
+        }
+        w.host[i] = res.host;
+        w.length += g.length;
+      }
+    }
+    if (w.state == WqeState::kPosted && is_atomic(w.wr.opcode) && w.length < 8) {
+      w.state = WqeState::kError;
+      w.status = WcStatus::kLocalLength;
+    }
+    r.tail++;
+  }
+}
+
+/// Gathers [off, off+len) of the WQE's payload.
+void gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
+  g->n = 0;
+  g->total = len;
+  if (len == 0) return;
+  if (w.wr.flags & kWrInline) {
+    g->ptr[0] = w.wr.inline_data + off;
+    g->len[0] = len;
+    g->n = 1;
+    return;
+  }
+  for (unsigned i = 0; i < w.wr.num_sge && len; i++) {
+    const uint32_t sl = w.wr.sge[i].length;
+    if (off >= sl) {
+      off -= sl;
+      continue;
+    }
+    const uint32_t take = std::min(sl - off, len);
+    g->ptr[g->n] = w.host[i] + off;
+    g->len[g->n++] = take;
+    len -= take;
+    off = 0;
+  }
+}
+
+/// LOCAL_OP: bind and local invalidate run when the requester reaches them, in order.
+void local_op(Shard& s, Qp::Impl& qp, SendWqe& w) {
+  MemoryTable& mem = s.dev->memory;
+  KeyCheck k;
+  if (w.wr.opcode == WrOpcode::kBindMw) {
+    const MwBind& b = w.wr.bind;
+    uint32_t key = 0;
+    k = mem.bind_mw(qp.pd, qp.qpn, b.mw_key, b.mr_lkey, b.addr, b.length, b.access, b.new_key, &key);
+    if (k == KeyCheck::kOk) w.wr.bind.mw_key = key;  // reported in the completion
+    w.status = k == KeyCheck::kOk ? WcStatus::kSuccess : WcStatus::kMwBind;
+  } else {
+    uint64_t ctx;
+    k = mem.invalidate_mw(qp.pd, w.wr.invalidate_rkey, &ctx);
+    w.status = k == KeyCheck::kOk ? WcStatus::kSuccess : WcStatus::kLocalProtection;
+  }
+  w.state = w.status == WcStatus::kSuccess ? WqeState::kDone : WqeState::kError;
+}
+
+uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
+  using namespace wire;
+  const WrOpcode op = w.wr.opcode;
+  if (op == WrOpcode::kWrite || op == WrOpcode::kWriteImm) {
+    const bool imm = op == WrOpcode::kWriteImm;
+    if (first && last) return imm ? kRcWriteOnlyImm : kRcWriteOnly;
+    if (first) return kRcWriteFirst;
+    if (last) return imm ? kRcWriteLastImm : kRcWriteLast;
+    return kRcWriteMiddle;
+  }
+  if (first && last) {
+    if (op == WrOpcode::kSendImm) return kRcSendOnlyImm;
+    if (op == WrOpcode::kSendInv) return kRcSendOnlyInv;
+    return kRcSendOnly;
+  }
+  if (first) return kRcSendFirst;
+  if (last) {
+    if (op == WrOpcode::kSendImm) return kRcSendLastImm;
+    if (op == WrOpcode::kSendInv) return kRcSendLastInv;
+    return kRcSendLast;
+  }
+  return kRcSendMiddle;
+}
+
+/// SEND_PACKET: the next packet of `w`. Returns false when no mbuf was available.
+bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
+  ReqState& r = qp.req;
+  const uint32_t mtu = qp.attr.path_mtu;
+  wire::RocePacket p;
+  Gather g;
+  const WrOpcode op = w.wr.opcode;
+
+  if (op == WrOpcode::kRead) {
+    // A READ request asks for everything not yet placed; a retry resumes at the first
+    // missing response.
+    const uint32_t done_pkts = w.placed / mtu;
+    p.bth.opcode = wire::kRcReadRequest;
+    p.bth.psn = psn_add(w.first_psn, done_pkts);
+    p.bth.ack_req = true;
+    p.reth.va = w.wr.remote_addr + w.placed;
+    p.reth.rkey = w.wr.rkey;
+    p.reth.dma_len = w.length - w.placed;
+    if (!send_packet(s, qp, p, nullptr)) return false;
+    w.sent = w.length;
+    r.psn = psn_add(w.last_psn, 1);
+    return true;
+  }
+  if (is_atomic(op)) {
+    p.bth.opcode = op == WrOpcode::kCompareSwap ? wire::kRcCompareSwap : wire::kRcFetchAdd;
+    p.bth.psn = w.first_psn;
+    p.bth.ack_req = true;
+    p.atomic.va = w.wr.remote_addr;
+    p.atomic.rkey = w.wr.rkey;
+    p.atomic.swap_add = op == WrOpcode::kCompareSwap ? w.wr.swap : w.wr.compare_add;
+    p.atomic.compare = op == WrOpcode::kCompareSwap ? w.wr.compare_add : 0;
+    if (!send_packet(s, qp, p, nullptr)) return false;
+    w.sent = w.length;
+    r.psn = psn_add(w.first_psn, 1);
+    return true;
+  }
+  // SEND and WRITE: segmented by path MTU.
+  const uint32_t off = w.sent;
+  const uint32_t len = std::min(w.length - off, mtu);
+  const bool first = off == 0;
+  const bool last = off + len >= w.length;
+  p.bth.opcode = send_opcode(w, first, last);
+  p.bth.psn = psn_add(w.first_psn, off / mtu);
+  const bool ack_req = last || ++r.noack_pkts >= kAckReqEvery;
+  p.bth.ack_req = ack_req;
+  p.bth.se = last && (w.wr.flags & kWrSolicited);
+  if (first) {
+    p.reth.va = w.wr.remote_addr;
+    p.reth.rkey = w.wr.rkey;
+    p.reth.dma_len = w.length;
+  }
+  p.imm = w.wr.imm;
+  p.ieth_rkey = w.wr.invalidate_rkey;
+  gather(w, off, len, &g);
+  if (!send_packet(s, qp, p, &g)) return false;
+  if (ack_req) r.noack_pkts = 0;
+  w.sent = off + len;
+  r.psn = psn_add(p.bth.psn, 1);
+  return true;
+}
+
+/// RETRY: go back to comp.retry_psn. Every sent WQE at or after it is sent again from there.
+void rewind(Qp::Impl& qp) {
+  ReqState& r = qp.req;
+  const uint32_t mtu = qp.attr.path_mtu;
+  const uint32_t psn = qp.comp.retry_psn;
+  bool found = false;
+  for (uint32_t i = r.head; i != r.next; i++) {
+    SendWqe& w = r.sq[i & r.mask];
+    if (w.state != WqeState::kSent && w.state != WqeState::kPosted) continue;
+    if (is_local(w.wr.opcode)) continue;
+    if (psn_diff(w.last_psn, psn) < 0) continue;  // entirely before the retry point
+    if (!found) {
+      r.next = i;
+      found = true;
+    }
+    w.state = WqeState::kPosted;
+    if (w.wr.opcode == WrOpcode::kRead || is_atomic(w.wr.opcode)) {
+      w.sent = 0;
+    } else {
+      const int32_t d = psn_diff(psn, w.first_psn);
+      w.sent = d > 0 ? uint32_t(d) * mtu : 0;
+    }
+  }
+  if (found) r.psn = psn;
+  qp.comp.retry_pending = false;
+}
+
+}  // namespace
+
+unsigned requester_run(Shard& s, Qp::Impl& qp) {
+  fetch(s, qp);
+  const QpState st = qp.state.load(std::memory_order_relaxed);
+  if (st == QpState::kError) {
+    qp_flush(s, qp);
+    return 0;
+  }
+  if (st != QpState::kRts) return 0;
+  if (qp.comp.rnr_tsc) return 0;  // waiting out an RNR NAK
+  ReqState& r = qp.req;
+  if (qp.comp.retry_pending) {
+    const uint32_t before = psn_diff(r.psn, qp.comp.retry_psn) > 0 ? psn_diff(r.psn, qp.comp.retry_psn) : 0;
+    rewind(qp);
+    qp.counters.retransmits += before;
+  }
+  unsigned sent = 0;
+  while (sent < kSendBudget && r.next != r.tail) {
+    SendWqe& w = r.sq[r.next & r.mask];
+    if (w.state == WqeState::kError || w.state == WqeState::kDone) {  // failed in FETCH
+      r.next++;
+      continue;
+    }
+    const WrOpcode op = w.wr.opcode;
+    // FENCE_WAIT: a fenced request (and a local op, which changes memory) waits for earlier
+    // READs and atomics.
+    if ((w.wr.flags & kWrFence || is_local(op)) && r.rd_atomic_outstanding > 0 && !w.rd_counted) break;
+    if (is_local(op)) {
+      local_op(s, qp, w);
+      r.next++;
+      continue;
+    }
+    // RD_ATOMIC_LIMIT
+    if (is_rd_atomic(op) && !w.rd_counted && r.rd_atomic_outstanding >= qp.attr.max_rd_atomic) break;
+    // WINDOW_FULL
+    if (psn_diff(r.psn, qp.comp.psn) >= int32_t(kMaxUnackedPsns)) break;
+    if (!qp.mac_known) {
+      if (s.port->resolve(qp.attr.dest_ipv4, &qp.dest_mac) != glue::Resolve::kResolved) break;
+      qp.mac_known = true;
+    }
+    if (!w.psn_assigned) {
+      // First transmission: the WQE takes its PSN range and keeps it through retries.
+      w.npkts = is_atomic(op) ? 1 : packets_for(w.length, qp.attr.path_mtu);
+      w.first_psn = r.psn;
+      w.last_psn = psn_add(r.psn, w.npkts - 1);
+      w.psn_assigned = true;
+    }
+    if (is_rd_atomic(op) && !w.rd_counted) {
+      w.rd_counted = true;
+      r.rd_atomic_outstanding++;
+    }
+    if (!send_next_packet(s, qp, w)) break;
+    sent++;
+    if (w.sent >= w.length) {
+      w.state = WqeState::kSent;
+      r.next++;
+    }
+    if (!qp.comp.timer_tsc && qp.timeout_tsc) qp.comp.timer_tsc = rte_rdtsc() + qp.timeout_tsc;
+  }
+  advance_completions(s, qp);
+  return sent;
+}
+
+}  // namespace ndnic::nic

@@ -1,0 +1,391 @@
+// The responder: executes the peer's requests against our memory and receive queue.
+// States, as in rxe_resp.c: CHECK_PSN (expected / duplicate / out of sequence), DUPLICATE
+// (re-ACK, re-serve a READ, replay an atomic), CHECK_OP_SEQ, CHECK_LENGTH, CHECK_RESOURCE
+// (a posted receive, else RNR NAK), CHECK_RKEY (R_Key, VA, length, rights), EXECUTE (place
+// SEND/WRITE data, accept a READ, run an atomic), REMOTE_INVALIDATE, COMPLETE (the receive
+// completion), ACKNOWLEDGE; READ_REPLY generates READ responses packet by packet.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nic/engine.h"
+
+namespace ndnic::nic {
+namespace {
+
+constexpr uint8_t kAckUnlimited = 0x1F;
+constexpr uint8_t kNakPsnSeq = 0x60;
+constexpr uint8_t kNakInvalidRequest = 0x61;
+constexpr uint8_t kNakRemoteAccess = 0x62;
+constexpr uint8_t kNakRemoteOperation = 0x63;
+constexpr uint8_t kRnrNak = 0x20;
+
+using wire::OpKind;
+using wire::Position;
+
+bool starts_message(Position p) { return p == Position::kFirst || p == Position::kOnly; }
+bool ends_message(Position p) { return p == Position::kLast || p == Position::kOnly; }
+
+/// A class C/D error (IBTA 9.9.3): NAK the request, fail the receive in progress, QP to ERROR.
+void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_status) {
+  qp.counters.naks_sent[nak & 3]++;
+  send_ack(s, qp, nak, psn);
+  RespState& r = qp.resp;
+  if (r.have_recv) {
+    complete_recv(qp, r.recv.wr_id, recv_status, WcOpcode::kRecv, r.recv_offset, 0, 0, false);
+    r.have_recv = false;
+  }
+  qp_to_error(s, qp);
+}
+
+/// CHECK_RESOURCE for a message that consumes a receive.
+bool take_recv(Qp::Impl& qp) {
+  RespState& r = qp.resp;
+  if (r.have_recv) return true;
+  if (rte_ring_sc_dequeue_elem(qp.recv_ring, &r.recv, sizeof(RecvWr)) != 0) return false;
+  r.have_recv = true;
+  r.recv_offset = 0;
+  r.recv_capacity = 0;
+  for (unsigned i = 0; i < r.recv.num_sge; i++) r.recv_capacity += r.recv.sge[i].length;
+  return true;
+}
+
+/// Scatters SEND payload into the receive at recv_offset. False: a region check failed.
+bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len) {
+  RespState& r = qp.resp;
+  uint32_t off = r.recv_offset;
+  for (unsigned i = 0; i < r.recv.num_sge && len; i++) {
+    const Sge& g = r.recv.sge[i];
+    if (off >= g.length) {
+      off -= g.length;
+      continue;
+    }
+    const uint32_t take = std::min(g.length - off, len);
+    Resolved res;
+    if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + off, take, true, &res) != KeyCheck::kOk)
+      return false;
+    std::memcpy(res.host, src, take);
+    src += take;
+    len -= take;
+    r.recv_offset += take;
+    off = 0;
+  }
+  return true;
+}
+
+ReadResource* new_resource(Qp::Impl& qp) {
+  RespState& r = qp.resp;
+  ReadResource& res = r.res[r.res_next++ % r.res.size()];
+  if (res.active) r.reads_active--;  // the oldest slot is reused
+  res = ReadResource{};
+  res.valid = true;
+  return &res;
+}
+
+void send_atomic_ack(Shard& s, Qp::Impl& qp, const ReadResource& res) {
+  wire::RocePacket p;
+  p.bth.opcode = wire::kRcAtomicAck;
+  p.bth.psn = res.first_psn;
+  p.aeth.syndrome = kAckUnlimited;
+  p.aeth.msn = res.msn & wire::kPsnMask;
+  p.atomic_ack.orig = res.atomic_orig;
+  send_packet(s, qp, p, nullptr);
+}
+
+/// DUPLICATE: never executes twice. SEND/WRITE are re-ACKed, a READ is served again from the
+/// PSN asked for, an atomic's saved result is sent again.
+void duplicate(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
+  qp.counters.duplicates++;
+  RespState& r = qp.resp;
+  const OpKind kind = wire::opcode_info(pkt.bth.opcode).kind;
+  if (kind == OpKind::kSend || kind == OpKind::kWrite) {
+    send_ack(s, qp, kAckUnlimited, psn_add(r.psn, wire::kPsnMask));  // r.psn - 1
+    return;
+  }
+  for (ReadResource& res : r.res) {
+    if (!res.valid) continue;
+    if (kind == OpKind::kAtomic && res.atomic && res.first_psn == pkt.bth.psn) {
+      send_atomic_ack(s, qp, res);
+      return;
+    }
+    if (kind == OpKind::kReadRequest && !res.atomic && psn_diff(pkt.bth.psn, res.first_psn) >= 0 &&
+        psn_diff(pkt.bth.psn, res.last_psn) <= 0) {
+      // The requester resumes at pkt.psn; its RETH names the rest of the original READ.
+      res.offset = uint32_t(psn_diff(pkt.bth.psn, res.first_psn)) * qp.attr.path_mtu;
+      res.psn = pkt.bth.psn;
+      if (!res.active) r.reads_active++;
+      res.active = true;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m) {
+  RespState& r = qp.resp;
+  if (m && (r.reads_active > 0 || !r.deferred.empty())) {
+    r.deferred.emplace_back(m, pkt);
+    return true;
+  }
+  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  const uint32_t psn = pkt.bth.psn;
+  const uint32_t mtu = qp.attr.path_mtu;
+  MemoryTable& mem = s.dev->memory;
+
+  // CHECK_PSN
+  const int32_t d = psn_diff(psn, r.psn);
+  if (d > 0) {
+    qp.counters.out_of_sequence++;
+    if (!r.nak_sent) {
+      r.nak_sent = true;
+      qp.counters.naks_sent[0]++;
+      send_ack(s, qp, kNakPsnSeq, r.psn);
+    }
+    return false;
+  }
+  if (d < 0) {
+    duplicate(s, qp, pkt);
+    return false;
+  }
+  r.nak_sent = false;
+
+  // CHECK_OP_SEQ: a MIDDLE/LAST continues the message in progress, nothing else may.
+  const bool cont = info.position == Position::kMiddle || info.position == Position::kLast;
+  const bool in_msg = r.in_send || r.in_write;
+  if (cont != in_msg || (r.in_send && info.kind != OpKind::kSend) ||
+      (r.in_write && info.kind != OpKind::kWrite)) {
+    fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+    return false;
+  }
+  // CHECK_LENGTH: FIRST/MIDDLE carry exactly one path MTU, LAST/ONLY at most one.
+  if (info.has_payload && (pkt.payload_len > mtu || (!ends_message(info.position) && pkt.payload_len != mtu))) {
+    fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+    return false;
+  }
+
+  switch (info.kind) {
+    case OpKind::kSend: {
+      // CHECK_RESOURCE
+      if (starts_message(info.position) && !take_recv(qp)) {
+        qp.counters.rnr_naks_sent++;
+        send_ack(s, qp, uint8_t(kRnrNak | qp.attr.min_rnr_timer), psn);
+        return false;
+      }
+      // EXECUTE
+      if (r.recv_offset + pkt.payload_len > r.recv_capacity) {
+        fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kLocalLength);
+        return false;
+      }
+      if (!scatter(s, qp, pkt.payload, pkt.payload_len)) {
+        fatal_nak(s, qp, kNakRemoteOperation, psn, WcStatus::kLocalProtection);
+        return false;
+      }
+      r.in_send = !ends_message(info.position);
+      if (r.in_send) break;
+      uint8_t flags = 0;
+      uint32_t imm_or_inv = 0;
+      WcStatus st = WcStatus::kSuccess;
+      if (info.ext & wire::kHdrImmDt) {
+        flags |= kWcWithImm;
+        imm_or_inv = pkt.imm;
+      }
+      if (info.ext & wire::kHdrIeth) {
+        // REMOTE_INVALIDATE: the window goes invalid and its owner hears of it before the
+        // receive completes.
+        uint64_t ctx = 0;
+        imm_or_inv = pkt.ieth_rkey;
+        if (mem.invalidate_mw(qp.pd, pkt.ieth_rkey, &ctx) == KeyCheck::kOk) {
+          qp.counters.invalidations++;
+          complete_recv(qp, ctx, WcStatus::kSuccess, WcOpcode::kRemoteInvalidate, 0, kWcWithInv,
+                        pkt.ieth_rkey, false);
+          flags |= kWcWithInv;
+        } else {
+          st = WcStatus::kInvalidation;
+        }
+      }
+      // COMPLETE
+      r.msn++;
+      r.have_recv = false;
+      complete_recv(qp, r.recv.wr_id, st, WcOpcode::kRecv, r.recv_offset, flags, imm_or_inv, pkt.bth.se);
+      if (st != WcStatus::kSuccess) {
+        // The request itself arrived intact: ACK it, then stop (as rxe does).
+        r.psn = psn_add(psn, 1);
+        if (pkt.bth.ack_req) send_ack(s, qp, kAckUnlimited, psn);
+        qp_to_error(s, qp);
+        return false;
+      }
+      break;
+    }
+    case OpKind::kWrite: {
+      const bool imm_last = ends_message(info.position) && (info.ext & wire::kHdrImmDt);
+      if (imm_last && !take_recv(qp)) {  // CHECK_RESOURCE before any byte is placed
+        qp.counters.rnr_naks_sent++;
+        send_ack(s, qp, uint8_t(kRnrNak | qp.attr.min_rnr_timer), psn);
+        return false;
+      }
+      if (starts_message(info.position)) {
+        // CHECK_RKEY
+        Resolved res;
+        if (mem.check_remote(qp.pd, qp.qpn, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+                             kAccessRemoteWrite, &res) != KeyCheck::kOk) {
+          fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
+          return false;
+        }
+        r.write_host = res.host;
+        r.write_left = r.write_len = pkt.reth.dma_len;
+      }
+      if (pkt.payload_len > r.write_left ||
+          (ends_message(info.position) && pkt.payload_len != r.write_left)) {
+        fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+        return false;
+      }
+      // EXECUTE: the last byte of a message goes in last, so a poller of it sees the rest.
+      if (pkt.payload_len) {
+        const uint32_t n = pkt.payload_len;
+        if (ends_message(info.position)) {
+          std::memcpy(r.write_host, pkt.payload, n - 1);
+          std::atomic_thread_fence(std::memory_order_release);
+          reinterpret_cast<volatile uint8_t*>(r.write_host)[n - 1] = pkt.payload[n - 1];
+        } else {
+          std::memcpy(r.write_host, pkt.payload, n);
+        }
+        r.write_host += n;
+        r.write_left -= n;
+      }
+      r.in_write = !ends_message(info.position);
+      if (r.in_write) break;
+      r.msn++;
+      if (imm_last) {
+        r.have_recv = false;
+        complete_recv(qp, r.recv.wr_id, WcStatus::kSuccess, WcOpcode::kRecvWriteImm, r.write_len,
+                      kWcWithImm, pkt.imm, pkt.bth.se);
+      }
+      break;
+    }
+    case OpKind::kReadRequest: {
+      Resolved res;
+      if (mem.check_remote(qp.pd, qp.qpn, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+                           kAccessRemoteRead, &res) != KeyCheck::kOk) {
+        fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
+        return false;
+      }
+      const uint32_t npkts = pkt.reth.dma_len ? (pkt.reth.dma_len + mtu - 1) / mtu : 1;
+      ReadResource* rr = new_resource(qp);
+      rr->first_psn = psn;
+      rr->last_psn = psn_add(psn, npkts - 1);
+      rr->rkey = pkt.reth.rkey;
+      rr->va = pkt.reth.va;
+      rr->length = pkt.reth.dma_len;
+      rr->msn = ++r.msn;
+      rr->active = true;
+      r.reads_active++;
+      rr->psn = psn;
+      r.psn = psn_add(psn, npkts);
+      return false;  // READ_REPLY sends the responses
+    }
+    case OpKind::kAtomic: {
+      Resolved res;
+      if (pkt.atomic.va & 7) {
+        fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+        return false;
+      }
+      if (mem.check_remote(qp.pd, qp.qpn, pkt.atomic.rkey, pkt.atomic.va, 8, kAccessRemoteAtomic,
+                           &res) != KeyCheck::kOk) {
+        fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
+        return false;
+      }
+      // Atomic with respect to every lcore and the host: the target is ordinary memory.
+      auto* target = reinterpret_cast<uint64_t*>(res.host);
+      uint64_t orig;
+      if (pkt.bth.opcode == wire::kRcCompareSwap) {
+        orig = pkt.atomic.compare;
+        __atomic_compare_exchange_n(target, &orig, pkt.atomic.swap_add, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+      } else {
+        orig = __atomic_fetch_add(target, pkt.atomic.swap_add, __ATOMIC_SEQ_CST);
+      }
+      ReadResource* rr = new_resource(qp);
+      rr->atomic = true;
+      rr->first_psn = rr->last_psn = psn;
+      rr->atomic_orig = orig;
+      rr->msn = ++r.msn;
+      r.psn = psn_add(psn, 1);
+      send_atomic_ack(s, qp, *rr);
+      return false;
+    }
+    default:
+      return false;
+  }
+  // ACKNOWLEDGE: only what the requester asked to have acknowledged (coalescing).
+  r.psn = psn_add(psn, 1);
+  if (pkt.bth.ack_req) send_ack(s, qp, kAckUnlimited, psn);
+  return false;
+}
+
+unsigned responder_run(Shard& s, Qp::Impl& qp) {
+  RespState& r = qp.resp;
+  const QpState st = qp.state.load(std::memory_order_relaxed);
+  if (st != QpState::kRtr && st != QpState::kRts) return 0;
+  unsigned sent = 0;
+  const uint32_t mtu = qp.attr.path_mtu;
+  // READ_REPLY: oldest accepted READ first, so responses leave in PSN order.
+  const size_t nres = r.res.size();
+  for (size_t k = 0; k < nres && sent < kSendBudget; k++) {
+    ReadResource& res = r.res[(r.res_next + k) % nres];
+    if (!res.valid || !res.active) continue;
+    while (sent < kSendBudget) {
+      const uint32_t len = std::min(res.length - res.offset, mtu);
+      const bool first = res.offset == 0;
+      const bool last = res.offset + len >= res.length;
+      // The region or window may have gone since the request was accepted.
+      Resolved m;
+      if (s.dev->memory.check_remote(qp.pd, qp.qpn, res.rkey, res.va + res.offset, len,
+                                     kAccessRemoteRead, &m) != KeyCheck::kOk) {
+        res.active = false;
+        r.reads_active--;
+        fatal_nak(s, qp, kNakRemoteAccess, res.psn, WcStatus::kRemoteAccess);
+        return sent;
+      }
+      wire::RocePacket p;
+      p.bth.opcode = first && last ? wire::kRcReadResponseOnly
+                     : first       ? wire::kRcReadResponseFirst
+                     : last        ? wire::kRcReadResponseLast
+                                   : wire::kRcReadResponseMiddle;
+      p.bth.psn = res.psn;
+      p.aeth.syndrome = kAckUnlimited;
+      p.aeth.msn = res.msn & wire::kPsnMask;
+      Gather g;
+      g.n = len ? 1 : 0;
+      g.ptr[0] = m.host;
+      g.len[0] = len;
+      g.total = len;
+      if (!send_packet(s, qp, p, &g)) return sent;
+      sent++;
+      res.offset += len;
+      res.psn = psn_add(res.psn, 1);
+      if (last) {
+        res.active = false;
+        r.reads_active--;
+        break;
+      }
+    }
+  }
+  // Requests held behind the READs run now, in order, until one starts another READ.
+  while (r.reads_active == 0 && !r.deferred.empty()) {
+    auto [m, pkt] = r.deferred.front();
+    r.deferred.pop_front();
+    responder_packet(s, qp, pkt, nullptr);
+    rte_pktmbuf_free(m);
+    sent++;
+    const QpState now = qp.state.load(std::memory_order_relaxed);
+    if (now != QpState::kRtr && now != QpState::kRts) break;
+  }
+  return sent;
+}
+
+}  // namespace ndnic::nic

@@ -1,0 +1,64 @@
+// Building a QP's packets: addressing from the QP, headers by the wire encoder, the payload
+// gathered from registered memory, the ICRC over the result.
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+#include "nic/engine.h"
+#include "pmd_glue/pmd_glue.h"
+#include "wire/icrc.h"
+
+namespace ndnic::nic {
+
+bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
+  const glue::Port& port = *s.port;
+  std::memcpy(p.eth.dst, qp.dest_mac.addr_bytes, 6);
+  std::memcpy(p.eth.src, port.mac().addr_bytes, 6);
+  p.ipv6 = false;
+  p.ip4.src = port.ipv4();
+  p.ip4.dst = qp.attr.dest_ipv4;
+  p.ip4.id = s.ip_id++;
+  p.udp.src_port = qp.udp_sport;
+  p.bth.dest_qp = qp.attr.remote_qpn;
+  p.payload_len = g ? g->total : 0;
+
+  const size_t total = wire::frame_length(p);
+  rte_mbuf* m = rte_pktmbuf_alloc(port.mempool());
+  if (!m) return false;
+  if (rte_pktmbuf_tailroom(m) < total) {
+    rte_pktmbuf_free(m);
+    return false;
+  }
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  uint8_t* o = d + wire::encode_headers(p, d);
+  if (g) {
+    for (unsigned i = 0; i < g->n; i++) {
+      std::memcpy(o, g->ptr[i], g->len[i]);
+      o += g->len[i];
+    }
+  }
+  const uint8_t pad = wire::pad_for(p.payload_len);
+  std::memset(o, 0, pad);
+  o += pad;
+  constexpr size_t kL3 = wire::kEthHdrLen;
+  constexpr size_t kIb = kL3 + wire::kIpv4HdrLen + wire::kUdpHdrLen;
+  const uint32_t icrc = wire::icrc_compute(d + kL3, false, size_t(o - d) - kIb);
+  std::memcpy(o, &icrc, 4);  // little-endian on the wire, as on x86
+  m->data_len = uint16_t(total);
+  m->pkt_len = uint32_t(total);
+  qp.counters.tx_packets++;
+  qp.counters.tx_bytes += total;
+  s.send(m);
+  return true;
+}
+
+void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn) {
+  wire::RocePacket p;
+  p.bth.opcode = wire::kRcAck;
+  p.bth.psn = psn;
+  p.aeth.syndrome = syndrome;
+  p.aeth.msn = qp.resp.msn & wire::kPsnMask;
+  send_packet(s, qp, p, nullptr);
+}
+
+}  // namespace ndnic::nic
