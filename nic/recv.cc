@@ -1,5 +1,7 @@
 // Receive dispatch: a decoded packet goes to its QP's responder (requests) or completer
 // (responses); anything for a QP that cannot take it is counted and dropped.
+#include <cstring>
+
 #include "nic/engine.h"
 
 namespace ndnic::nic {
@@ -16,6 +18,11 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
       pkt.ip4.src != qp->attr.dest_ipv4) {
     s.unknown_qp++;
     return false;
+  }
+  if (!qp->mac_known) {
+    // The peer's MAC (or its router's) as the request arrived: replies need no ARP of their own.
+    std::memcpy(qp->dest_mac.addr_bytes, pkt.eth.src, 6);
+    qp->mac_known = true;
   }
   qp->counters.rx_packets++;
   qp->counters.rx_bytes += pkt.payload_len;

@@ -195,7 +195,8 @@ void rewind(Qp::Impl& qp) {
   const uint32_t mtu = qp.attr.path_mtu;
   const uint32_t psn = qp.comp.retry_psn;
   bool found = false;
-  for (uint32_t i = r.head; i != r.next; i++) {
+  const uint32_t end = r.next;  // the loop moves r.next back
+  for (uint32_t i = r.head; i != end; i++) {
     SendWqe& w = r.sq[i & r.mask];
     if (w.state != WqeState::kSent && w.state != WqeState::kPosted) continue;
     if (is_local(w.wr.opcode)) continue;

@@ -6,7 +6,7 @@
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   std::string prog = argv[0];
-  std::vector<std::string> args = {prog, "-l", "0", "--no-pci", "--log-level=warning", "-m", "512"};
+  std::vector<std::string> args = {prog, "-l", "0", "--no-pci", "--log-level=warning", "--"};
   std::vector<char*> av;
   for (auto& s : args) av.push_back(s.data());
   ndnic::glue::EalDefaults d;

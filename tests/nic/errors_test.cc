@@ -1,0 +1,189 @@
+// Error paths: each ends with the IBTA status on the right side and the QPs in the right state.
+#include <cstring>
+
+#include "tests/nic/two_nodes.h"
+
+namespace ndnic::nic::testing {
+namespace {
+
+using Errors = TwoNodes;
+
+TEST_F(Errors, RemoteAccessErrorMovesBothQpsToErrorAndFlushes) {
+  connect();
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 64, 7)));
+  std::vector<uint8_t> before = b->buf;
+  SendWr w = send_wr(WrOpcode::kWrite, *a, 0, 64, 1);
+  w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
+  w.rkey = b->mr.rkey ^ 0x1;  // a stale key byte
+  ASSERT_TRUE(a->qp->post_send(w));
+  SendWr after = send_wr(WrOpcode::kSend, *a, 0, 8, 2);
+  ASSERT_TRUE(a->qp->post_send(after));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
+  EXPECT_EQ(sc[0].status, WcStatus::kRemoteAccess) << wc_status_name(sc[0].status);
+  EXPECT_EQ(sc[1].status, WcStatus::kWrFlushed);
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(rc[0].status, WcStatus::kWrFlushed);
+  EXPECT_EQ(rc[0].wr_id, 7u);
+  EXPECT_EQ(a->qp->state(), QpState::kError);
+  EXPECT_EQ(b->qp->state(), QpState::kError);
+  EXPECT_EQ(before, b->buf);  // nothing written
+  EXPECT_EQ(b->qp->counters().naks_sent[2], 1u);
+  // Posting to a QP in ERROR completes at once with a flush.
+  ASSERT_TRUE(a->qp->post_send(after));
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[2].status, WcStatus::kWrFlushed);
+}
+
+TEST_F(Errors, OutOfRangeAndMissingRights) {
+  struct Case {
+    const char* what;
+    WrOpcode op;
+    uint64_t roff;
+    uint32_t len;
+    uint32_t access;
+  };
+  const uint32_t all = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+  const Case cases[] = {
+      {"write past the end", WrOpcode::kWrite, kBufSize - 10, 64, all},
+      {"read past the end", WrOpcode::kRead, kBufSize - 10, 64, all},
+      {"write without remote write", WrOpcode::kWrite, 0, 64, kAccessLocalWrite | kAccessRemoteRead},
+      {"read without remote read", WrOpcode::kRead, 0, 64, kAccessLocalWrite | kAccessRemoteWrite},
+      {"atomic without remote atomic", WrOpcode::kFetchAdd, 0, 8, kAccessLocalWrite | kAccessRemoteWrite},
+  };
+  for (const Case& c : cases) {
+    ConnectOptions o;
+    o.access = c.access;
+    connect(o);
+    std::vector<uint8_t> before = b->buf;
+    SendWr w = send_wr(c.op, *a, 0, c.len, 1);
+    w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data() + c.roff);
+    w.rkey = b->mr.rkey;
+    ASSERT_TRUE(a->qp->post_send(w));
+    std::vector<Completion> sc;
+    ASSERT_TRUE(wait_cq(a->scq, 1, &sc)) << c.what;
+    EXPECT_EQ(sc[0].status, WcStatus::kRemoteAccess) << c.what << ": " << wc_status_name(sc[0].status);
+    EXPECT_EQ(before, b->buf) << c.what;
+  }
+}
+
+TEST_F(Errors, RnrThenSuccess) {
+  connect();
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 100, 1)));
+  // Let the send bounce off the missing receive a few times.
+  ASSERT_TRUE(run_until([&] { return b->qp->counters().rnr_naks_sent >= 3; }));
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 100, 9)));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(rc[0].byte_len, 100u);
+  EXPECT_GE(a->qp->counters().rnr_naks_received, 3u);
+}
+
+TEST_F(Errors, RnrRetryExhausted) {
+  ConnectOptions o;
+  o.rnr_retry = 2;
+  connect(o);
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 100, 1)));
+  std::vector<Completion> sc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[0].status, WcStatus::kRnrRetryExceeded) << wc_status_name(sc[0].status);
+  EXPECT_EQ(a->qp->counters().rnr_naks_received, 3u);  // the first try and two retries
+  EXPECT_EQ(a->qp->state(), QpState::kError);
+}
+
+TEST_F(Errors, RetryExceededWhenThePeerIsGone) {
+  ConnectOptions o;
+  o.retry_cnt = 2;
+  o.timeout = 8;  // 1 ms
+  connect(o);
+  ASSERT_TRUE(b->qp->modify(QpState::kReset, {}));  // the peer drops everything now
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 100, 1)));
+  SendWr rd = send_wr(WrOpcode::kRead, *a, 0, 100, 2);
+  rd.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
+  rd.rkey = b->mr.rkey;
+  ASSERT_TRUE(a->qp->post_send(rd));
+  std::vector<Completion> sc;
+  ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
+  EXPECT_EQ(sc[0].status, WcStatus::kRetryExceeded) << wc_status_name(sc[0].status);
+  EXPECT_EQ(sc[1].status, WcStatus::kWrFlushed);
+  EXPECT_EQ(a->qp->counters().timeouts, 3u);
+  EXPECT_GE(a->qp->counters().retransmits, 2u);
+}
+
+TEST_F(Errors, SendLargerThanReceive) {
+  connect();
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 1000, 5)));
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 4096, 1000, 6)));
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 3000, 1)));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 2, &rc));
+  EXPECT_EQ(sc[0].status, WcStatus::kRemoteInvalidRequest) << wc_status_name(sc[0].status);
+  EXPECT_EQ(rc[0].status, WcStatus::kLocalLength) << wc_status_name(rc[0].status);
+  EXPECT_EQ(rc[1].status, WcStatus::kWrFlushed);
+}
+
+TEST_F(Errors, BadLocalKeyFailsBeforeTheWire) {
+  connect();
+  SendWr w = send_wr(WrOpcode::kSend, *a, 0, 64, 1);
+  w.sge[0].lkey ^= 0x2;
+  ASSERT_TRUE(a->qp->post_send(w));
+  std::vector<Completion> sc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[0].status, WcStatus::kLocalProtection);
+  EXPECT_EQ(a->qp->counters().tx_packets, 0u);
+}
+
+TEST_F(Errors, UnsignaledSuccessIsSilentErrorsAreNot) {
+  connect();
+  for (int i = 0; i < 3; i++) ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, i * 100, 100, i)));
+  SendWr w = send_wr(WrOpcode::kSend, *a, 0, 10, 1);
+  w.flags = 0;
+  ASSERT_TRUE(a->qp->post_send(w));
+  w.wr_id = 2;
+  w.flags = kWrSignaled;
+  ASSERT_TRUE(a->qp->post_send(w));
+  std::vector<Completion> sc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[0].wr_id, 2u);
+  EXPECT_FALSE(run_until([&] { Completion c; return a->scq->poll(&c, 1) > 0; }, 50));
+  w.wr_id = 3;
+  w.flags = 0;
+  w.sge[0].lkey ^= 0x2;
+  ASSERT_TRUE(a->qp->post_send(w));
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[1].wr_id, 3u);
+  EXPECT_EQ(sc[1].status, WcStatus::kLocalProtection);
+}
+
+TEST_F(Errors, PsnWrapAround) {
+  ConnectOptions o;
+  o.mtu = 256;
+  o.psn_a = 0xFFFFF0;
+  o.psn_b = 0xFFFFFE;
+  connect(o);
+  const uint32_t len = 10000;  // 40 packets: A's PSNs wrap in the middle of the first message
+  for (int i = 0; i < 4; i++) ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, i * 16384, 16384, i)));
+  for (uint32_t i = 0; i < len; i++) a->buf[i] = uint8_t(i * 13);
+  for (int i = 0; i < 4; i++) ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, len, i)));
+  SendWr rd = send_wr(WrOpcode::kRead, *b, 200000, len, 9);  // B's PSNs wrap in its READ
+  rd.remote_addr = reinterpret_cast<uint64_t>(a->buf.data());
+  rd.rkey = a->mr.rkey;
+  ASSERT_TRUE(b->qp->post_send(rd));
+  std::vector<Completion> sc, rc, bsc;
+  ASSERT_TRUE(wait_cq(a->scq, 4, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 4, &rc));
+  ASSERT_TRUE(wait_cq(b->scq, 1, &bsc));
+  for (int i = 0; i < 4; i++) {
+    EXPECT_EQ(sc[i].status, WcStatus::kSuccess);
+    EXPECT_EQ(rc[i].byte_len, len);
+    EXPECT_EQ(0, memcmp(a->buf.data(), b->buf.data() + i * 16384, len));
+  }
+  EXPECT_EQ(bsc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(0, memcmp(a->buf.data(), b->buf.data() + 200000, len));
+}
+
+}  // namespace
+}  // namespace ndnic::nic::testing
