@@ -32,9 +32,17 @@ double rnr_timer_us(uint8_t code) {
   return kUs[code & 0x1f];
 }
 
-void retry_from(Qp::Impl& qp, uint32_t psn) {
-  qp.comp.retry_pending = true;
-  qp.comp.retry_psn = psn;
+/// Go back to `psn`. Every out-of-order response behind one loss asks for the same go-back;
+/// answering each would resend the window again and again, so a go-back to the PSN just
+/// retried waits a quarter of the ACK timeout (the timer still catches a lost retransmission).
+bool retry_from(Qp::Impl& qp, uint32_t psn, uint64_t now) {
+  CompState& c = qp.comp;
+  if (psn == c.last_retry_psn && now - c.last_retry_tsc < qp.timeout_tsc / 4) return false;
+  c.retry_pending = true;
+  c.retry_psn = psn;
+  c.last_retry_psn = psn;
+  c.last_retry_tsc = now;
+  return true;
 }
 
 /// The WQE completed by the peer: mark it done, move the acknowledged PSN past it.
@@ -116,7 +124,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
         // A READ/atomic the peer went past without our seeing its response: implied NAK.
         if (past_last > 0) {
           const uint32_t resume = psn_add(w.first_psn, w.placed / qp.attr.path_mtu);
-          retry_from(qp, resume);
+          retry_from(qp, resume, now);
           return;
         }
       } else {
@@ -137,7 +145,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
         }
         const uint32_t expect = psn_add(w.first_psn, w.placed / qp.attr.path_mtu);
         if (psn != expect) {
-          if (psn_diff(psn, expect) > 0) retry_from(qp, expect);  // a response was lost
+          if (psn_diff(psn, expect) > 0) retry_from(qp, expect, now);  // a response was lost
           return;
         }
         const wire::Position pos = wire::opcode_info(pkt.bth.opcode).position;
@@ -192,20 +200,22 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
         if (qp.attr.rnr_retry != 7) qp.comp.rnr_retry_left--;  // 7 = retry forever
         qp.comp.rnr_tsc = now + uint64_t(rnr_timer_us(syn) * 1e-6 * double(s.tsc_hz));
         qp.comp.timer_tsc = 0;
-        retry_from(qp, psn);
+        qp.comp.retry_pending = true;  // the RNR timer paces this one
+        qp.comp.retry_psn = psn;
         return;
       case kSyndromeNak: {
         const uint8_t code = syn & 0x1f;
         if (code < 4) qp.counters.naks_received[code]++;
         if (code == 0) {  // PSN sequence error: the peer wants `psn` again
+          qp.comp.psn = psn;
+          if (!retry_from(qp, psn, now)) return;  // this go-back is already under way
           if (qp.comp.retry_left == 0) {
+            qp.comp.retry_pending = false;
             wqe_failed(qp, w, WcStatus::kRetryExceeded);
             advance_completions(s, qp);
             return;
           }
           qp.comp.retry_left--;
-          qp.comp.psn = psn;
-          retry_from(qp, psn);
           return;
         }
         wqe_failed(qp, w, code == 1   ? WcStatus::kRemoteInvalidRequest
@@ -245,7 +255,9 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now) {
   uint32_t psn = c.psn;
   if (w.psn_assigned && w.wr.opcode == WrOpcode::kRead)
     psn = psn_add(w.first_psn, w.placed / qp.attr.path_mtu);
-  retry_from(qp, psn);
+  c.retry_pending = true;  // a timeout always goes back
+  c.retry_psn = c.last_retry_psn = psn;
+  c.last_retry_tsc = now;
   c.timer_tsc = now + qp.timeout_tsc;
 }
 

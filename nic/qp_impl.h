@@ -73,6 +73,8 @@ struct CompState {
   uint64_t rnr_tsc = 0;       ///< RNR wait deadline; 0 = not waiting
   bool retry_pending = false; ///< go back to `retry_psn` before sending anything new
   uint32_t retry_psn = 0;
+  uint32_t last_retry_psn = 0xFFFFFFFF;  ///< damping of repeated go-backs to one PSN
+  uint64_t last_retry_tsc = 0;
 };
 
 // ---- responder ---------------------------------------------------------------------------
