@@ -77,6 +77,7 @@ void TwoNodes::connect(const ConnectOptions& o) {
     at.rnr_retry = o.rnr_retry;
     at.timeout = o.timeout;
     at.min_rnr_timer = o.min_rnr_timer;
+    at.max_rd_atomic = o.max_rd_atomic;
     ASSERT_TRUE(me.qp->modify(QpState::kRtr, at));
     ASSERT_TRUE(me.qp->modify(QpState::kRts, at));
   };

@@ -34,6 +34,7 @@ struct ConnectOptions {
   uint8_t rnr_retry = 7;
   uint8_t timeout = 10;        ///< 4.2 ms: quick recovery in tests
   uint8_t min_rnr_timer = 1;   ///< 0.01 ms
+  uint8_t max_rd_atomic = 16;  ///< READs/atomics A and B may have outstanding
   uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
                     kAccessRemoteAtomic | kAccessMwBind;
 };
