@@ -63,15 +63,17 @@ bool Device::open(const DeviceConfig& config) {
     error_ = "a device needs at least one port";
     return false;
   }
-  if (!config.lcores.empty() && config.lcores.size() != config.ports.size()) {
-    error_ = "one worker lcore per port (a shard per port)";
+  const unsigned nshards = !config.lcores.empty() ? unsigned(config.lcores.size())
+                          : config.shards           ? config.shards
+                                                    : unsigned(config.ports.size());
+  if (config.ports.size() != 1 && config.ports.size() != nshards) {
+    error_ = "give one port (a queue per shard) or one port per shard";
     return false;
   }
   impl_ = std::make_unique<DeviceImpl>();
   DeviceImpl& d = *impl_;
   d.config = config;
   d.worker_lcores = !config.lcores.empty();
-  const unsigned nshards = unsigned(config.ports.size());
   if (d.worker_lcores) {
     const size_t sz = rte_rcu_qsbr_get_memsize(nshards);
     d.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("ndnic_qsbr", sz, RTE_CACHE_LINE_SIZE));
@@ -86,22 +88,33 @@ bool Device::open(const DeviceConfig& config) {
   }
   d.qp_table_size = kFirstQpn + config.max_qps;
   d.qp_table = std::make_unique<std::atomic<Qp::Impl*>[]>(d.qp_table_size);
+  const bool shared_port = config.ports.size() == 1;
   for (unsigned i = 0; i < nshards; i++) {
     auto s = std::make_unique<Shard>();
     s->dev = &d;
-    s->port = config.ports[i];
+    s->port = config.ports[shared_port ? 0 : i];
+    s->queue = uint16_t(shared_port ? i : 0);
     s->index = i;
     s->tsc_hz = rte_get_tsc_hz();
     if (d.worker_lcores) {
       s->lcore = config.lcores[i];
       s->control = rte_ring_create(unique_name("ctl").c_str(), 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
-      if (!s->control) {
-        error_ = "cannot create a control ring";
-        return false;
-      }
+    }
+    if (nshards > 1) {
+      s->dispatch = rte_ring_create(unique_name("dsp").c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
+      if (s->queue == 0) s->resolve = rte_ring_create(unique_name("arp").c_str(), 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    }
+    if ((d.worker_lcores && !s->control) || (nshards > 1 && !s->dispatch) ||
+        (nshards > 1 && s->queue == 0 && !s->resolve)) {
+      error_ = "cannot create the shard rings";
+      return false;
     }
     d.shards.push_back(std::move(s));
   }
+  // The shard that polls queue 0 of a port answers and resolves ARP for it.
+  for (auto& s : d.shards)
+    for (auto& o : d.shards)
+      if (o->port == s->port && o->queue == 0) s->arp_owner = o.get();
   if (d.worker_lcores) {
     d.running = true;
     for (auto& s : d.shards) {
@@ -128,6 +141,12 @@ void Device::close() {
   for (auto& s : d.shards) {
     s->flush_tx();
     if (s->control) rte_ring_free(s->control);
+    if (s->dispatch) {
+      void* m;
+      while (rte_ring_dequeue(s->dispatch, &m) == 0) rte_pktmbuf_free(static_cast<rte_mbuf*>(m));
+      rte_ring_free(s->dispatch);
+    }
+    if (s->resolve) rte_ring_free(s->resolve);
   }
   for (auto& cq : d.cqs) cq_destroy(cq.get());
   d.shards.clear();
@@ -236,6 +255,14 @@ void Device::destroy_qp(Qp* handle) {
   cmd.kind = ControlCmd::kDetachQp;
   cmd.qp = qp;
   d.run_control(*qp->shard, cmd);
+  // Other shards look QPs up by number within one iteration only: one barrier each and none
+  // can still hold this one.
+  for (auto& s : d.shards) {
+    if (s.get() == qp->shard) continue;
+    ControlCmd barrier;
+    barrier.kind = ControlCmd::kBarrier;
+    d.run_control(*s, barrier);
+  }
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
       rte_ring_free(qp->send_ring);
@@ -244,6 +271,18 @@ void Device::destroy_qp(Qp* handle) {
       return;
     }
   }
+}
+
+Device::Counters Device::counters() const {
+  Counters c;
+  for (const auto& s : impl_->shards) {
+    c.rejected += s->rejects.total_rejected();
+    c.unknown_qp += s->unknown_qp;
+    c.dispatched += s->dispatched;
+    c.dispatch_dropped += s->dispatch_dropped;
+    c.tx_dropped += s->tx_dropped;
+  }
+  return c;
 }
 
 void Device::set_faults(const FaultConfig* f) {

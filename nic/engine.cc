@@ -15,6 +15,69 @@ constexpr unsigned kTxSpins = 64;  ///< tries before a full TX queue drops (retr
 
 }  // namespace
 
+void Shard::process_frame(rte_mbuf* m) {
+  if (m->nb_segs > 1 && !(m = linearize(m))) {  // the decoder wants one contiguous frame
+    rejects.add(wire::Reject::kTruncatedEthernet);
+    return;
+  }
+  const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+  wire::RocePacket pkt;
+  wire::DecodeOptions opt;
+  // A port that verified the IPv4 header checksum saves us the sum.
+  opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
+  if (wire::decode_frame(data, m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
+      recv_packet(*this, pkt, m))
+    return;  // kept by the responder
+  rte_pktmbuf_free(m);
+}
+
+Shard* Shard::owner_of(const rte_mbuf* m) const {
+  // The glue passes only untagged IPv4/UDP 4791 frames; the BTH follows the UDP header.
+  const uint8_t* d = rte_pktmbuf_mtod(m, const uint8_t*);
+  const size_t ihl = size_t(d[wire::kEthHdrLen] & 0x0f) * 4;
+  const size_t dqp = wire::kEthHdrLen + ihl + wire::kUdpHdrLen + 5;
+  if (m->data_len < dqp + 3) return const_cast<Shard*>(this);
+  const Qp::Impl* qp = dev->qp_by_number(wire::load_be24(d + dqp));
+  return qp ? qp->shard : const_cast<Shard*>(this);
+}
+
+bool Shard::resolve_mac(Qp::Impl& qp) {
+  if (arp_owner == this) {
+    if (port->resolve(qp.attr.dest_ipv4, &qp.dest_mac) != glue::Resolve::kResolved) return false;
+    qp.mac_known = true;
+    return true;
+  }
+  if (qp.mac_published.load(std::memory_order_acquire)) {
+    qp.dest_mac = qp.published_mac;
+    qp.mac_known = true;
+    return true;
+  }
+  if (!qp.resolve_requested &&
+      rte_ring_mp_enqueue(arp_owner->resolve, reinterpret_cast<void*>(uintptr_t(qp.qpn))) == 0)
+    qp.resolve_requested = true;
+  return false;
+}
+
+void Shard::serve_resolves() {
+  void* req;
+  while (rte_ring_sc_dequeue(resolve, &req) == 0) resolving.push_back(uint32_t(uintptr_t(req)));
+  for (size_t i = 0; i < resolving.size();) {
+    Qp::Impl* qp = dev->qp_by_number(resolving[i]);  // by number: the QP may be gone
+    rte_ether_addr mac;
+    const glue::Resolve r = qp ? port->resolve(qp->attr.dest_ipv4, &mac) : glue::Resolve::kFailed;
+    if (r == glue::Resolve::kPending) {
+      i++;
+      continue;
+    }
+    if (r == glue::Resolve::kResolved) {
+      qp->published_mac = mac;
+      qp->mac_published.store(true, std::memory_order_release);
+    }
+    resolving[i] = resolving.back();
+    resolving.pop_back();
+  }
+}
+
 rte_mbuf* Shard::linearize(rte_mbuf* m) {
   const uint32_t len = rte_pktmbuf_pkt_len(m);
   rte_mbuf* lin = rte_pktmbuf_alloc(port->mempool());
@@ -71,6 +134,9 @@ void Shard::apply(ControlCmd* cmd) {
     case ControlCmd::kModifyQp:
       cmd->ok = qp_modify(*this, *qp, cmd->to, cmd->attr);
       break;
+    case ControlCmd::kBarrier:  // the shard holds no reference across iterations
+      cmd->ok = true;
+      break;
   }
   flush_tx();
   cmd->done.store(true, std::memory_order_release);
@@ -88,21 +154,23 @@ unsigned Shard::poll_once() {
   uint16_t n = port->rx_burst(pkts, kRxBurst, queue);
   if (fault_rx) n = fault_rx->apply(pkts, n, kRxBurst * 2, port->mempool());
   work += n;
+  const bool sharded = dev->shards.size() > 1;
   for (uint16_t i = 0; i < n; i++) {
-    rte_mbuf* m = pkts[i];
-    if (m->nb_segs > 1 && !(m = linearize(m))) {  // the decoder wants one contiguous frame
-      rejects.add(wire::Reject::kTruncatedEthernet);
-      continue;
+    Shard* owner = sharded ? owner_of(pkts[i]) : this;
+    if (owner == this) {
+      process_frame(pkts[i]);
+    } else if (rte_ring_mp_enqueue(owner->dispatch, pkts[i]) == 0) {
+      dispatched++;
+    } else {
+      dispatch_dropped++;  // the transport recovers it like a loss
+      rte_pktmbuf_free(pkts[i]);
     }
-    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
-    wire::RocePacket pkt;
-    wire::DecodeOptions opt;
-    // A port that verified the IPv4 header checksum saves us the sum.
-    opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
-    if (wire::decode_frame(data, m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
-        recv_packet(*this, pkt, m))
-      continue;  // kept by the responder
-    rte_pktmbuf_free(m);
+  }
+  if (sharded) {
+    const unsigned k = rte_ring_sc_dequeue_burst(dispatch, reinterpret_cast<void**>(pkts), kRxBurst, nullptr);
+    for (unsigned i = 0; i < k; i++) process_frame(pkts[i]);
+    work += k;
+    if (resolve) serve_resolves();
   }
 
   const uint64_t now = rte_rdtsc();

@@ -30,7 +30,7 @@ constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per p
 
 /// A control request from the application thread, applied by the owning shard.
 struct ControlCmd {
-  enum Kind : uint8_t { kAttachQp, kDetachQp, kModifyQp } kind;
+  enum Kind : uint8_t { kAttachQp, kDetachQp, kModifyQp, kBarrier } kind;
   Qp::Impl* qp = nullptr;
   QpState to = QpState::kReset;
   QpAttr attr;
@@ -48,12 +48,18 @@ struct Shard {
   unsigned index = 0;
   std::vector<Qp::Impl*> qps;              ///< QPs this shard owns
   rte_ring* control = nullptr;             ///< ControlCmd*, app -> shard
+  rte_ring* dispatch = nullptr;            ///< rte_mbuf*, frames another shard received for our QPs
+  rte_ring* resolve = nullptr;             ///< QPN (as a pointer), shards -> the ARP owner
+  Shard* arp_owner = this;                 ///< the shard polling queue 0 of our port
+  std::vector<uint32_t> resolving;         ///< QPNs waiting for their peer's MAC (ARP owner only)
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   wire::RejectCounters rejects;            ///< frames the decoder refused
   uint64_t unknown_qp = 0;                 ///< frames for a QPN we do not have (or in RESET)
   uint64_t tx_dropped = 0;                 ///< frames the port did not take in time
+  uint64_t dispatched = 0;                 ///< frames handed to the owning shard
+  uint64_t dispatch_dropped = 0;           ///< ... that found its ring full
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
 
@@ -65,6 +71,14 @@ struct Shard {
   /// One contiguous mbuf with the frame of a multi-segment one (nullptr if it cannot).
   rte_mbuf* linearize(rte_mbuf* m);
   void apply(ControlCmd* cmd);
+  /// Decodes a frame and runs it through its QP; frees it unless the responder kept it.
+  void process_frame(rte_mbuf* m);
+  /// The owner of the QP a frame is for, read from the BTH before any checks (the owner does
+  /// them); this shard when it cannot tell.
+  Shard* owner_of(const rte_mbuf* m) const;
+  /// Makes qp.dest_mac known: ARP on our own port queue 0, or through the ARP owner.
+  bool resolve_mac(Qp::Impl& qp);
+  void serve_resolves();
 };
 
 struct DeviceImpl {

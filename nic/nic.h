@@ -24,9 +24,14 @@ class Qp;
 struct DeviceImpl;
 struct FaultConfig;
 
+/// Shards: one poll loop each. With one port and N shards, shard i polls RX/TX queue i of it
+/// (open the port with N queues); with N ports, shard i polls queue 0 of port i. QPs are
+/// spread over the shards; a frame that arrives at the wrong shard travels to its owner on a
+/// dispatch ring (the ports here cannot steer by QP number).
 struct DeviceConfig {
-  std::vector<glue::Port*> ports;    ///< one port, or one per lcore queue set (opened by the caller)
-  std::vector<unsigned> lcores;      ///< worker lcores; empty: the caller polls with Device::poll()
+  std::vector<glue::Port*> ports;    ///< one port, or one per shard (opened by the caller)
+  std::vector<unsigned> lcores;      ///< a worker lcore per shard; empty: Device::poll() runs them
+  unsigned shards = 0;               ///< without lcores: 0 = one per port
   uint32_t max_qps = 1024;
   uint32_t max_mrs = 4096;
   uint32_t max_mws = 4096;
@@ -85,6 +90,16 @@ class Device {
 
   Qp* create_qp(const QpCaps& caps);
   void destroy_qp(Qp* qp);
+
+  /// Engine counters summed over the shards (exact once they are quiet).
+  struct Counters {
+    uint64_t rejected = 0;          ///< frames the decoder refused (wire::Reject reasons)
+    uint64_t unknown_qp = 0;        ///< frames for no QP of ours, or one not ready for them
+    uint64_t dispatched = 0;        ///< frames handed from the receiving shard to the owner
+    uint64_t dispatch_dropped = 0;  ///< ... that found the owner's ring full
+    uint64_t tx_dropped = 0;        ///< frames the port did not take in time
+  };
+  Counters counters() const;
 
   /// Installs (or with nullptr removes) the fault-injection switch on the packet path.
   void set_faults(const FaultConfig* faults);

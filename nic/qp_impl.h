@@ -132,6 +132,9 @@ struct Qp::Impl {
   rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
   bool mac_known = false;
   rte_ether_addr dest_mac{};
+  bool resolve_requested = false;          ///< asked the ARP owner (another shard) for the MAC
+  rte_ether_addr published_mac{};          ///< written by the ARP owner before mac_published
+  std::atomic<bool> mac_published{false};
   uint16_t udp_sport = 0;
   uint64_t timeout_tsc = 0;        ///< local ACK timeout in TSC cycles
   ReqState req;

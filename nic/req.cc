@@ -254,10 +254,7 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
     if (is_rd_atomic(op) && !w.rd_counted && r.rd_atomic_outstanding >= qp.attr.max_rd_atomic) break;
     // WINDOW_FULL
     if (psn_diff(r.psn, qp.comp.psn) >= int32_t(kMaxUnackedPsns)) break;
-    if (!qp.mac_known) {
-      if (s.port->resolve(qp.attr.dest_ipv4, &qp.dest_mac) != glue::Resolve::kResolved) break;
-      qp.mac_known = true;
-    }
+    if (!qp.mac_known && !s.resolve_mac(qp)) break;
     if (!w.psn_assigned) {
       // First transmission: the WQE takes its PSN range and keeps it through retries.
       w.npkts = is_atomic(op) ? 1 : packets_for(w.length, qp.attr.path_mtu);

@@ -45,9 +45,9 @@ EalResult eal_init(int argc, char** argv, const EalDefaults& defaults = {});
 /// Releases EAL and the runtime directory a generated --file-prefix left behind.
 void eal_cleanup();
 
-/// Creates two net_ring ports wired back to back (A's TX is B's RX and the reverse), for
-/// in-process tests and the demo. Returns false when EAL refused.
-bool make_ring_pair(const std::string& name, uint16_t* port_a, uint16_t* port_b);
+/// Creates two net_ring ports wired back to back (A's TX queue q is B's RX queue q and the
+/// reverse), for in-process tests and the demo. Returns false when EAL refused.
+bool make_ring_pair(const std::string& name, uint16_t* port_a, uint16_t* port_b, unsigned queues = 1);
 
 // ---- ports --------------------------------------------------------------------------------
 

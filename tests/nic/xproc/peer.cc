@@ -10,7 +10,7 @@ namespace {
 
 constexpr uint32_t kAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 // The client's first PSNs sit just below the 24-bit wrap, so phase 1 crosses it.
-constexpr uint32_t kServerPsn = 0x123400, kClientPsn = 0xffff00;
+constexpr uint32_t kServerPsn = 0x123400, kClientPsn = 0x345600;
 constexpr uint32_t kMbufs = 8191;  ///< a 1 MiB READ's responses at MTU 1024 plus the rings
 
 }  // namespace
@@ -132,6 +132,7 @@ RecvWr Peer::recv_wr(uint32_t q, uint64_t off, uint32_t len, uint64_t wr_id) {
 
 void Peer::print_counters(const char* who) {
   for (uint32_t q = 0; q < kQps; q++) {
+    if (!qp_[q]) return;  // open() failed part way
     const Qp::Counters c = qp_[q]->counters();
     std::printf("%s: QP %u (MTU %u): tx %" PRIu64 " rx %" PRIu64 " packets, retransmits %" PRIu64
                 ", timeouts %" PRIu64 ", PSN NAKs sent/received %" PRIu64 "/%" PRIu64
