@@ -1,4 +1,5 @@
 // Error paths: each ends with the IBTA status on the right side and the QPs in the right state.
+#include <algorithm>
 #include <cstring>
 
 #include "tests/nic/two_nodes.h"
@@ -183,6 +184,62 @@ TEST_F(Errors, PsnWrapAround) {
   }
   EXPECT_EQ(bsc[0].status, WcStatus::kSuccess);
   EXPECT_EQ(0, memcmp(a->buf.data(), b->buf.data() + 200000, len));
+}
+
+}  // namespace
+}  // namespace ndnic::nic::testing
+
+namespace ndnic::nic::testing {
+namespace {
+
+TEST_F(TwoNodes, GatherAndScatterOverSeveralSges) {
+  connect();
+  // Receive: three pieces out of order in B's buffer; send: four pieces of A's.
+  RecvWr r{};
+  r.wr_id = 1;
+  r.num_sge = 3;
+  const uint64_t pieces[3] = {50000, 10000, 30000};
+  const uint32_t lens[3] = {700, 1000, 2000};
+  for (int i = 0; i < 3; i++) r.sge[i] = {reinterpret_cast<uint64_t>(b->buf.data() + pieces[i]), lens[i], b->mr.lkey};
+  ASSERT_TRUE(b->qp->post_recv(r));
+  SendWr s = send_wr(WrOpcode::kSend, *a, 0, 0, 2);
+  s.num_sge = 4;
+  const uint64_t src[4] = {9000, 100, 20000, 4000};
+  const uint32_t slen[4] = {1, 999, 1500, 700};  // 3200 bytes, four packets at MTU 1024
+  std::vector<uint8_t> msg;
+  for (int i = 0; i < 4; i++) {
+    for (uint32_t k = 0; k < slen[i]; k++) a->buf[src[i] + k] = uint8_t(i * 50 + k);
+    msg.insert(msg.end(), a->buf.begin() + long(src[i]), a->buf.begin() + long(src[i] + slen[i]));
+    s.sge[i] = {reinterpret_cast<uint64_t>(a->buf.data() + src[i]), slen[i], a->mr.lkey};
+  }
+  ASSERT_TRUE(a->qp->post_send(s));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(sc[0].byte_len, 3200u);
+  EXPECT_EQ(rc[0].byte_len, 3200u);
+  std::vector<uint8_t> got;
+  uint32_t left = 3200;
+  for (int i = 0; i < 3 && left; i++) {
+    const uint32_t take = std::min(left, lens[i]);
+    got.insert(got.end(), b->buf.begin() + long(pieces[i]), b->buf.begin() + long(pieces[i] + take));
+    left -= take;
+  }
+  EXPECT_EQ(got, msg);
+}
+
+TEST_F(TwoNodes, ReceiveWithABadLocalKeyIsARemoteOperationalError) {
+  connect();
+  RecvWr r = recv_wr(*b, 0, 256, 1);
+  r.sge[0].lkey ^= 0x4;
+  ASSERT_TRUE(b->qp->post_recv(r));
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 64, 1)));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(sc[0].status, WcStatus::kRemoteOperation) << wc_status_name(sc[0].status);
+  EXPECT_EQ(rc[0].status, WcStatus::kLocalProtection) << wc_status_name(rc[0].status);
+  EXPECT_EQ(b->qp->state(), QpState::kError);
 }
 
 }  // namespace

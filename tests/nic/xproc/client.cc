@@ -13,6 +13,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kPhaseMs = 20000;
 constexpr unsigned kChannelCheckEvery = 4096;  ///< polls between looks for a server failure
+constexpr uint32_t kBulkPieces = 4;  // TEMP
 
 using Make = std::function<SendWr(uint32_t i)>;
 using Check = std::function<bool(uint32_t i, const Completion& c)>;
@@ -97,14 +98,15 @@ bool Client::sends(uint32_t q) {
 // ordering), then a READ of the same range.
 bool Client::bulk(uint32_t q) {
   fill(p_.mem(q, kBulkArea), kBulk, seed_for(kBulkSeed, q), 0);
+  constexpr uint32_t kPiece = kBulk / kBulkPieces;
   const auto make = [&](uint32_t i) {
-    if (i == 0) return wr(WrOpcode::kWrite, q, kBulkArea, kBulk, kBulkArea, i);
+    if (i < kBulkPieces) return wr(WrOpcode::kWrite, q, kBulkArea + i * kPiece, kPiece, kBulkArea + i * kPiece, i);
     SendWr w = wr(WrOpcode::kWriteImm, q, 0, 0, kBulkArea, i);
     w.imm = kBulkDoneImm + q;
     return w;
   };
   const auto ok = [](uint32_t, const Completion&) { return true; };
-  if (!pipeline("WRITE 1 MiB + notify", q, 2, 2, make, ok)) return false;
+  if (!pipeline("WRITE 1 MiB + notify", q, kBulkPieces + 1, kBulkPieces + 1, make, ok)) return false;
 
   std::memset(p_.mem(q, kReadArea), 0, kBulk);
   const auto read = [&](uint32_t i) { return wr(WrOpcode::kRead, q, kReadArea, kBulk, kBulkArea, i); };
