@@ -235,7 +235,7 @@ Qp* Device::create_qp(const QpCaps& caps) {
   qp->req.mask = sq - 1;
   qp->resp.res.resize(kMaxReadResources);
   Shard& s = *d.shards[qpn % d.shards.size()];
-  qp->shard = &s;
+  qp->shard.store(&s, std::memory_order_release);
   qp->handle.impl_ = qp.get();
   d.qp_table[qpn].store(qp.get(), std::memory_order_release);
   ControlCmd cmd;
@@ -254,11 +254,12 @@ void Device::destroy_qp(Qp* handle) {
   ControlCmd cmd;
   cmd.kind = ControlCmd::kDetachQp;
   cmd.qp = qp;
-  d.run_control(*qp->shard, cmd);
+  Shard* owner = qp->shard.load(std::memory_order_acquire);
+  d.run_control(*owner, cmd);
   // Other shards look QPs up by number within one iteration only: one barrier each and none
   // can still hold this one.
   for (auto& s : d.shards) {
-    if (s.get() == qp->shard) continue;
+    if (s.get() == owner) continue;
     ControlCmd barrier;
     barrier.kind = ControlCmd::kBarrier;
     d.run_control(*s, barrier);
@@ -267,6 +268,7 @@ void Device::destroy_qp(Qp* handle) {
     if (d.qps[i].get() == qp) {
       rte_ring_free(qp->send_ring);
       rte_ring_free(qp->recv_ring);
+      delete qp->migrate;
       d.qps.erase(d.qps.begin() + long(i));
       return;
     }
@@ -308,7 +310,8 @@ bool Qp::modify(QpState to, const QpAttr& attr) {
   cmd.qp = impl_;
   cmd.to = to;
   cmd.attr = attr;
-  return impl_->shard->dev->run_control(*impl_->shard, cmd);
+  Shard* s = impl_->shard.load(std::memory_order_acquire);
+  return s->dev->run_control(*s, cmd);
 }
 
 namespace {

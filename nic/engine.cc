@@ -38,7 +38,7 @@ Shard* Shard::owner_of(const rte_mbuf* m) const {
   const size_t dqp = wire::kEthHdrLen + ihl + wire::kUdpHdrLen + 5;
   if (m->data_len < dqp + 3) return const_cast<Shard*>(this);
   const Qp::Impl* qp = dev->qp_by_number(wire::load_be24(d + dqp));
-  return qp ? qp->shard : const_cast<Shard*>(this);
+  return qp ? qp->shard.load(std::memory_order_acquire) : const_cast<Shard*>(this);
 }
 
 bool Shard::resolve_mac(Qp::Impl& qp) {

@@ -4,6 +4,7 @@
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
+#include <rte_pause.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -58,6 +59,38 @@ void reset_transport(Qp::Impl& qp) {
   const size_t nres = qp.resp.res.size();
   qp.resp = RespState{};
   qp.resp.res.assign(nres, ReadResource{});
+}
+
+/// A port that spreads flows by RSS puts this QP's frames on one queue: the shard polling that
+/// queue takes the QP over (before any traffic: RTR is the first moment the 4-tuple is known),
+/// so its frames need no dispatch. RoCE peers derive their UDP source port from the QPNs as
+/// we do, so the incoming tuple is (peer, us, udp_sport, 4791).
+void steer_by_rss(Shard& s, Qp::Impl& qp) {
+  const int q = s.port->rss_queue(qp.attr.dest_ipv4, s.port->ipv4(), qp.udp_sport, wire::kRoceV2Port);
+  if (q < 0 || q == s.queue) return;
+  Shard* target = nullptr;
+  for (auto& o : s.dev->shards)
+    if (o->port == s.port && o->queue == q) target = o.get();
+  if (!target) return;
+  for (size_t i = 0; i < s.qps.size(); i++) {
+    if (s.qps[i] == &qp) {
+      s.qps[i] = s.qps.back();
+      s.qps.pop_back();
+      break;
+    }
+  }
+  qp.shard.store(target, std::memory_order_release);
+  if (!s.dev->worker_lcores) {
+    target->qps.push_back(&qp);
+    return;
+  }
+  // The application's next control request for this QP goes to the target after this one.
+  if (!qp.migrate) qp.migrate = new ControlCmd;
+  qp.migrate->kind = ControlCmd::kAttachQp;
+  qp.migrate->qp = &qp;
+  qp.migrate->done.store(false);
+  void* cmd = qp.migrate;
+  while (rte_ring_mp_enqueue(target->control, cmd) != 0) rte_pause();
 }
 
 }  // namespace
@@ -141,7 +174,9 @@ bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& a) {
       std::memcpy(qp.dest_mac.addr_bytes, a.dest_mac, 6);
       qp.udp_sport = a.udp_src_port ? a.udp_src_port : udp_sport_for(qp.qpn, a.remote_qpn);
       qp.resp.psn = qp.attr.rq_psn;
-      break;
+      qp.state.store(to, std::memory_order_release);
+      steer_by_rss(s, qp);
+      return true;
     }
     case QpState::kRts:
       if (from != QpState::kRtr) return false;

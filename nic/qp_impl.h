@@ -17,6 +17,7 @@ struct rte_ring;
 
 namespace ndnic::nic {
 
+struct ControlCmd;
 struct Shard;
 
 constexpr uint32_t kMaxUnackedPsns = 256;     ///< requester window, in packets
@@ -122,7 +123,7 @@ struct Qp::Impl {
   Qp handle;
   uint32_t qpn = 0;
   uint32_t pd = 0;
-  Shard* shard = nullptr;
+  std::atomic<Shard*> shard{nullptr};  ///< the owner; read by other shards to dispatch frames
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   QpCaps caps;
@@ -132,6 +133,7 @@ struct Qp::Impl {
   rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
   bool mac_known = false;
   rte_ether_addr dest_mac{};
+  ControlCmd* migrate = nullptr;           ///< attach command when RSS moves the QP at RTR
   bool resolve_requested = false;          ///< asked the ARP owner (another shard) for the MAC
   rte_ether_addr published_mac{};          ///< written by the ARP owner before mac_published
   std::atomic<bool> mac_published{false};

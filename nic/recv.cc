@@ -8,7 +8,7 @@ namespace ndnic::nic {
 
 bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
   Qp::Impl* qp = s.dev->qp_by_number(pkt.bth.dest_qp);
-  if (!qp || qp->shard != &s) {
+  if (!qp || qp->shard.load(std::memory_order_relaxed) != &s) {
     s.unknown_qp++;
     return false;
   }

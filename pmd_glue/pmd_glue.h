@@ -137,6 +137,10 @@ class Port {
   /// arrive meanwhile are kept for the next rx_burst, never dropped.
   Resolve resolve_wait(uint32_t ipv4, rte_ether_addr* mac, uint32_t timeout_ms);
 
+  /// The RX queue the port's RSS puts a frame with this IPv4/UDP 4-tuple (host order) on, or -1
+  /// when the port does not spread by RSS (one queue, or no IPv4/UDP RSS).
+  int rss_queue(uint32_t src_ip, uint32_t dst_ip, uint16_t src_port, uint16_t dst_port) const;
+
   rte_mempool* mempool() const { return pool_; }
   uint16_t port_id() const { return port_id_; }
   const rte_ether_addr& mac() const { return mac_; }
@@ -154,6 +158,7 @@ class Port {
   void send_arp(uint16_t op, const rte_ether_addr& dst, uint32_t target_ip);
   bool find_device();
   bool configure();
+  bool read_reta(uint16_t size);
 
   std::string error_;
   PortConfig config_;
@@ -172,6 +177,7 @@ class Port {
   std::unique_ptr<NeighbourTable> neighbours_;
   std::unique_ptr<Capture> capture_;
   std::vector<rte_mbuf*> backlog_;  ///< RoCE frames received during resolve_wait
+  std::vector<uint16_t> reta_;      ///< RSS redirection table; empty without RSS
   struct alignas(64) QueueCounters { PortCounters c; };  ///< one cache line per queue's lcore
   std::vector<QueueCounters> counters_;
 };

@@ -17,6 +17,7 @@
 #include "pmd_glue/classify.h"
 #include "pmd_glue/neighbour.h"
 #include "pmd_glue/pmd_glue.h"
+#include "pmd_glue/rss.h"
 
 namespace ndnic::glue {
 namespace {
@@ -96,6 +97,16 @@ bool Port::configure() {
   rx_ip_cksum_ = info.rx_offload_capa & RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
   if (tx_ip_cksum_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
   if (rx_ip_cksum_) conf.rxmode.offloads |= RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
+  // Several RX queues: spread RoCE flows by their UDP 4-tuple with a key we know, so the
+  // engine can compute each QP's queue (rss_queue) and place the QP on the shard polling it.
+  const bool rss = config_.rx_queues > 1 && (info.flow_type_rss_offloads & RTE_ETH_RSS_NONFRAG_IPV4_UDP) &&
+                   info.hash_key_size == kRssKeyLen && info.reta_size > 0;
+  if (rss) {
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_key = const_cast<uint8_t*>(kRssKey);
+    conf.rx_adv_conf.rss_conf.rss_key_len = kRssKeyLen;
+    conf.rx_adv_conf.rss_conf.rss_hf = RTE_ETH_RSS_NONFRAG_IPV4_UDP;
+  }
   // The transport may chain a header mbuf to payload mbufs.
   conf.txmode.offloads |= info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   rc = rte_eth_dev_configure(port_id_, config_.rx_queues, config_.tx_queues, &conf);
@@ -155,6 +166,7 @@ bool Port::configure() {
     return false;
   }
   started_ = true;
+  if (rss && !read_reta(info.reta_size)) reta_.clear();  // no table: the engine dispatches in software
 
   neighbours_ = std::make_unique<NeighbourTable>();
   if (!neighbours_->init("ndnic_nb_" + std::to_string(port_id_), kNeighbours, socket)) {
@@ -205,8 +217,24 @@ void Port::close() {
   capture_.reset();
   started_ = created_vdev_ = promiscuous_ = false;
   tx_ip_cksum_ = rx_ip_cksum_ = false;
+  reta_.clear();
   port_id_ = UINT16_MAX;
   next_timer_tsc_ = UINT64_MAX;
+}
+
+bool Port::read_reta(uint16_t size) {
+  std::vector<rte_eth_rss_reta_entry64> conf(size / RTE_ETH_RETA_GROUP_SIZE + 1);
+  for (auto& c : conf) c.mask = ~0ull;
+  if (rte_eth_dev_rss_reta_query(port_id_, conf.data(), size) != 0) return false;
+  reta_.resize(size);
+  for (uint16_t i = 0; i < size; i++)
+    reta_[i] = conf[i / RTE_ETH_RETA_GROUP_SIZE].reta[i % RTE_ETH_RETA_GROUP_SIZE];
+  return true;
+}
+
+int Port::rss_queue(uint32_t src_ip, uint32_t dst_ip, uint16_t src_port, uint16_t dst_port) const {
+  if (reta_.empty()) return -1;
+  return reta_[rss_hash_ipv4_udp(src_ip, dst_ip, src_port, dst_port) % reta_.size()];
 }
 
 PortCounters Port::counters() const {
