@@ -105,7 +105,9 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     return;
   }
 
-  while (r.head != r.next) {
+  // Every WQE with PSNs on the wire is a candidate, the one still being sent (at r.next)
+  // included: coalesced ACKs inside a long message move comp.psn.
+  while (r.head != r.tail) {
     // GET_WQE
     SendWqe& w = r.sq[r.head & r.mask];
     if (w.state == WqeState::kDone || w.state == WqeState::kError) {
@@ -158,6 +160,9 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
         }
         place(w, w.placed, pkt.payload, pkt.payload_len);  // READ
         w.placed += pkt.payload_len;
+        // Each response acknowledges its PSN: the window moves inside a long READ too.
+        qp.comp.psn = psn_add(psn, 1);
+        qp.comp.retry_left = qp.attr.retry_cnt;
         qp.comp.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
         if (last) {
           wqe_done(qp, w, now);
@@ -238,7 +243,7 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now) {
   }
   if (!c.timer_tsc || now < c.timer_tsc) return;
   ReqState& r = qp.req;
-  if (r.head == r.next) {  // nothing outstanding
+  if (r.head == r.tail || psn_diff(r.psn, c.psn) <= 0) {  // no PSN awaits an acknowledgement
     c.timer_tsc = 0;
     return;
   }

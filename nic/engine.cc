@@ -11,7 +11,7 @@
 namespace ndnic::nic {
 namespace {
 
-constexpr unsigned kTxSpins = 64;  ///< tries before a full TX queue drops (retransmission recovers)
+constexpr unsigned kTxSpins = 4;  ///< tries per flush; what is left waits for the next one
 
 }  // namespace
 
@@ -96,6 +96,11 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
 
 void Shard::send(rte_mbuf* m) {
   if (ntx == kTxBatch) flush_tx();
+  if (ntx == kTxBatch) {  // the port is still full: this one is lost, the transport recovers
+    tx_dropped++;
+    rte_pktmbuf_free(m);
+    return;
+  }
   tx[ntx++] = m;
 }
 
@@ -110,8 +115,16 @@ void Shard::flush_tx() {
   uint16_t done = 0;
   for (unsigned spin = 0; done < n && spin < kTxSpins; spin++)
     done += port->tx_burst(out + done, uint16_t(n - done), queue);
-  for (uint16_t i = done; i < n; i++) rte_pktmbuf_free(out[i]);
-  tx_dropped += n - done;
+  // Keep what the port did not take, in order, for the next flush; only what does not fit
+  // (duplicates the fault switch added) is dropped.
+  for (uint16_t i = done; i < n; i++) {
+    if (ntx < kTxBatch) {
+      tx[ntx++] = out[i];
+    } else {
+      tx_dropped++;
+      rte_pktmbuf_free(out[i]);
+    }
+  }
 }
 
 void Shard::apply(ControlCmd* cmd) {

@@ -25,6 +25,7 @@ namespace ndnic::nic {
 
 constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
+constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and NAKs
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
 constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per poll iteration
 
@@ -67,7 +68,11 @@ struct Shard {
   unsigned poll_once();
   /// Queues a built frame; flushes when the batch is full.
   void send(rte_mbuf* m);
+  /// Hands the batch to the port; what the port does not take stays queued (backpressure).
   void flush_tx();
+  /// Room for a few more frames: the requester and READ replies stop while the port is full,
+  /// rather than build frames that would be dropped and cost a go-back.
+  bool tx_room() const { return ntx + kTxReserve <= kTxBatch; }
   /// One contiguous mbuf with the frame of a multi-segment one (nullptr if it cannot).
   rte_mbuf* linearize(rte_mbuf* m);
   void apply(ControlCmd* cmd);

@@ -124,7 +124,8 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
 
 void advance_completions(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
-  while (r.head != r.next) {
+  // Up to tail: after a go-back a WQE past r.next may already be acknowledged.
+  while (r.head != r.tail) {
     SendWqe& w = r.sq[r.head & r.mask];
     if (w.state == WqeState::kDone) {
       complete_wqe(qp, w);

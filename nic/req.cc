@@ -195,11 +195,12 @@ void rewind(Qp::Impl& qp) {
   const uint32_t mtu = qp.attr.path_mtu;
   const uint32_t psn = qp.comp.retry_psn;
   bool found = false;
-  const uint32_t end = r.next;  // the loop moves r.next back
-  for (uint32_t i = r.head; i != end; i++) {
+  // Every WQE with PSNs on the wire, the one still being sent (at r.next) included.
+  for (uint32_t i = r.head; i != r.tail; i++) {
     SendWqe& w = r.sq[i & r.mask];
+    if (is_local(w.wr.opcode)) continue;  // no PSNs: executed once, in order
+    if (!w.psn_assigned) break;           // nothing from here on has been sent
     if (w.state != WqeState::kSent && w.state != WqeState::kPosted) continue;
-    if (is_local(w.wr.opcode)) continue;
     if (psn_diff(w.last_psn, psn) < 0) continue;  // entirely before the retry point
     if (!found) {
       r.next = i;
@@ -235,7 +236,7 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
     qp.counters.retransmits += before;
   }
   unsigned sent = 0;
-  while (sent < kSendBudget && r.next != r.tail) {
+  while (sent < kSendBudget && r.next != r.tail && s.tx_room()) {
     SendWqe& w = r.sq[r.next & r.mask];
     if (w.state == WqeState::kError || w.state == WqeState::kDone) {  // failed in FETCH
       r.next++;

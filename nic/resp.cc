@@ -338,7 +338,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   for (size_t k = 0; k < nres && sent < kSendBudget; k++) {
     ReadResource& res = r.res[(r.res_next + k) % nres];
     if (!res.valid || !res.active) continue;
-    while (sent < kSendBudget) {
+    while (sent < kSendBudget && s.tx_room()) {
       const uint32_t len = std::min(res.length - res.offset, mtu);
       const bool first = res.offset == 0;
       const bool last = res.offset + len >= res.length;
