@@ -13,14 +13,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kPhaseMs = 20000;
 constexpr unsigned kChannelCheckEvery = 4096;  ///< polls between looks for a server failure
-constexpr uint32_t kBulkPieces = 4;  // TEMP
 
 using Make = std::function<SendWr(uint32_t i)>;
 using Check = std::function<bool(uint32_t i, const Completion& c)>;
 
 class Client {
  public:
-  Client(Peer& p, SideChannel& ch) : p_(p), ch_(ch) {}
+  Client(Peer& p, SideChannel& ch, uint32_t bulk_pieces) : p_(p), ch_(ch), bulk_pieces_(bulk_pieces) {}
   bool run();
 
  private:
@@ -34,6 +33,7 @@ class Client {
 
   Peer& p_;
   SideChannel& ch_;
+  uint32_t bulk_pieces_;
   uint64_t messages_ = 0;
 };
 
@@ -94,28 +94,31 @@ bool Client::sends(uint32_t q) {
   return pipeline("SEND", q, uint32_t(sizes.size()), 16, make, [](uint32_t, const Completion&) { return true; });
 }
 
-// (2) 1 MiB WRITE, a zero-length WRITE WITH IMMEDIATE that tells the server it has landed (RC
+// (2) 1 MiB WRITE (one message unless --bulk-pieces splits it, as the READ), a zero-length WRITE WITH IMMEDIATE that tells the server it has landed (RC
 // ordering), then a READ of the same range.
 bool Client::bulk(uint32_t q) {
   fill(p_.mem(q, kBulkArea), kBulk, seed_for(kBulkSeed, q), 0);
-  constexpr uint32_t kPiece = kBulk / kBulkPieces;
+  const uint32_t piece = kBulk / bulk_pieces_;
   const auto make = [&](uint32_t i) {
-    if (i < kBulkPieces) return wr(WrOpcode::kWrite, q, kBulkArea + i * kPiece, kPiece, kBulkArea + i * kPiece, i);
+    if (i < bulk_pieces_) return wr(WrOpcode::kWrite, q, kBulkArea + i * piece, piece, kBulkArea + i * piece, i);
     SendWr w = wr(WrOpcode::kWriteImm, q, 0, 0, kBulkArea, i);
     w.imm = kBulkDoneImm + q;
     return w;
   };
   const auto ok = [](uint32_t, const Completion&) { return true; };
-  if (!pipeline("WRITE 1 MiB + notify", q, kBulkPieces + 1, kBulkPieces + 1, make, ok)) return false;
+  if (!pipeline("WRITE 1 MiB + notify", q, bulk_pieces_ + 1, bulk_pieces_ + 1, make, ok)) return false;
 
   std::memset(p_.mem(q, kReadArea), 0, kBulk);
-  const auto read = [&](uint32_t i) { return wr(WrOpcode::kRead, q, kReadArea, kBulk, kBulkArea, i); };
-  const auto compare = [&](uint32_t, const Completion& c) {
-    if (c.byte_len != kBulk) return p_.fail("READ 1 MiB: byte_len " + std::to_string(c.byte_len));
+  const auto read = [&](uint32_t i) {
+    return wr(WrOpcode::kRead, q, kReadArea + i * piece, piece, kBulkArea + i * piece, i);
+  };
+  const auto compare = [&](uint32_t i, const Completion& c) {
+    if (c.byte_len != piece) return p_.fail("READ: byte_len " + std::to_string(c.byte_len));
+    if (i + 1 < bulk_pieces_) return true;
     const int64_t bad = mismatch(p_.mem(q, kReadArea), kBulk, seed_for(kBulkSeed, q), 0);
     return bad < 0 || p_.fail("READ 1 MiB: byte " + std::to_string(bad) + " differs from what was written");
   };
-  return pipeline("READ 1 MiB back", q, 1, 1, read, compare);
+  return pipeline("READ 1 MiB back", q, bulk_pieces_, bulk_pieces_, read, compare);
 }
 
 // (3) WRITE WITH IMMEDIATE of several sizes; the server checks data, length and immediate.
@@ -226,6 +229,6 @@ bool Client::run() {
 
 }  // namespace
 
-bool run_client(Peer& p, SideChannel& ch) { return Client(p, ch).run(); }
+bool run_client(Peer& p, SideChannel& ch, uint32_t bulk_pieces) { return Client(p, ch, bulk_pieces).run(); }
 
 }  // namespace ndnic::nic::xproc

@@ -2,6 +2,7 @@
 // vhost-user link (run.sh starts both). Usage:
 //   nic_peer [EAL args] -- --role server|client --device NAME --ip A.B.C.D --peer-ip A.B.C.D
 //            --channel SOCKET [--faults RATE] [--capture PREFIX] [--watchdog SECONDS]
+//            [--bulk-pieces N]
 // The client drives the phases in scenario.h, the server checks what lands in its memory; each
 // exits 0 only when all its checks passed.
 #include <arpa/inet.h>
@@ -49,6 +50,7 @@ bool parse(const std::vector<std::string>& args, Options* o, std::string* why) {
     else if (k == "--capture") o->capture = v;  // a prefix: both sides may be given the same one
     else if (k == "--faults") o->faults = std::atof(v.c_str());
     else if (k == "--watchdog") o->watchdog_s = std::atoi(v.c_str());
+    else if (k == "--bulk-pieces") o->bulk_pieces = uint32_t(std::atoi(v.c_str()));
     else return *why = "unknown option " + k, false;
   }
   if (args.size() % 2) return *why = "option without a value: " + args.back(), false;
@@ -56,13 +58,13 @@ bool parse(const std::vector<std::string>& args, Options* o, std::string* why) {
   if (o->device.empty() || o->channel.empty()) return *why = "--device and --channel are required", false;
   if (!parse_ip(ip, &o->ip) || !parse_ip(peer_ip, &o->peer_ip)) return *why = "--ip and --peer-ip", false;
   if (!o->capture.empty()) o->capture += "-" + o->role + ".pcap";
+  if (o->bulk_pieces == 0 || (o->bulk_pieces & (o->bulk_pieces - 1))) return *why = "--bulk-pieces takes a power of two", false;
   if (o->faults < 0 || o->faults >= 0.5) return *why = "--faults takes a rate below 0.5", false;
   return true;
 }
 
 // Connects the side channel, swaps endpoints, connects the QPs, runs the role.
-bool run(Peer& peer, const Options& o) {
-  SideChannel ch;
+bool run(Peer& peer, SideChannel& ch, const Options& o) {
   const bool server = o.role == "server";
   const bool linked = server ? ch.accept(o.channel, peer.idle(), kConnectMs)
                              : ch.connect(o.channel, peer.idle(), kConnectMs);
@@ -72,11 +74,19 @@ bool run(Peer& peer, const Options& o) {
     return peer.fail("side channel: " + ch.error());
   if (!remote.parse(line)) return peer.fail("side channel: not an endpoint: " + line);
   if (!peer.connect(remote)) return false;
-  const bool ok = server ? run_server(peer, ch) : run_client(peer, ch);
+  const bool ok = server ? run_server(peer, ch) : run_client(peer, ch, o.bulk_pieces);
   // Tell the peer why we stop, so it fails at once with the reason instead of timing out.
   if (!ok) ch.send(server ? "result fail: " + peer.fail.what : "fail: " + peer.fail.what);
-  else if (server) ch.send("result ok");
   return ok;
+}
+
+// The server's vhost socket must outlive the client's virtio_user device, whose teardown
+// talks to it: the server leaves only when the client has closed the side channel, which the
+// client does after closing its port.
+void wait_for_hangup(Peer& peer, SideChannel& ch) {
+  std::string line;
+  while (ch.receive(&line, peer.idle(), kConnectMs)) {
+  }
 }
 
 }  // namespace
@@ -93,12 +103,16 @@ int main(int argc, char** argv) {
   std::string why;
   if (!parse(eal.args, &o, &why)) return std::printf("FAIL: usage: %s\n", why.c_str()), 2;
   signal(SIGALRM, on_alarm);
+  signal(SIGPIPE, SIG_IGN);  // a peer that went away is reported through errors, not a signal
   alarm(unsigned(o.watchdog_s));
 
   Peer peer;
-  const bool ok = peer.open(o) && run(peer, o);
+  SideChannel ch;
+  const bool ok = peer.open(o) && run(peer, ch, o);
   peer.print_counters(o.role.c_str());
+  if (o.role == "server") wait_for_hangup(peer, ch);
   peer.close();
+  ch.close();
   glue::eal_cleanup();
   if (!ok) return std::printf("%s: FAIL: %s\n", o.role.c_str(), peer.fail.what.c_str()), 1;
   std::printf("%s: PASS\n", o.role.c_str());

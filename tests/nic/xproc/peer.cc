@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include <rte_mempool.h>
+
 namespace ndnic::nic::xproc {
 namespace {
 
@@ -141,10 +143,14 @@ void Peer::print_counters(const char* who) {
                 who, q, kMtu[q], c.tx_packets, c.rx_packets, c.retransmits, c.timeouts, c.naks_sent[0],
                 c.naks_received[0], c.rnr_naks_sent, c.rnr_naks_received, c.duplicates, c.out_of_sequence);
   }
+  const Device::Counters dc = dev_.counters();
+  std::printf("%s: engine: %" PRIu64 " frames the port did not take (lost), %" PRIu64 " rejected, %" PRIu64
+              " for no QP\n", who, dc.tx_dropped, dc.rejected, dc.unknown_qp);
   const glue::PortCounters pc = port_.counters();
   std::printf("%s: port: rx %" PRIu64 " frames (%" PRIu64 " RoCE, %" PRIu64 " ARP, %" PRIu64
-              " dropped), tx %" PRIu64 " frames\n",
-              who, pc.rx_frames, pc.rx_roce, pc.rx_arp, pc.dropped(), pc.tx_frames);
+              " dropped), tx %" PRIu64 " frames; mbufs free %u of %u\n",
+              who, pc.rx_frames, pc.rx_roce, pc.rx_arp, pc.dropped(), pc.tx_frames,
+              rte_mempool_avail_count(port_.mempool()), port_.mempool()->size);
 }
 
 }  // namespace ndnic::nic::xproc

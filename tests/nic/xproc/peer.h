@@ -23,6 +23,7 @@ struct Options {
   std::string capture;      ///< optional pcap of every frame
   double faults = 0;        ///< drop/duplicate/reorder/corrupt rate on our TX
   int watchdog_s = 60;
+  uint32_t bulk_pieces = 1;  ///< client: the 1 MiB WRITE and READ as this many messages each
 };
 
 /// What the peer needs to reach our QPs and memory.
@@ -85,6 +86,6 @@ class Peer {
 };
 
 bool run_server(Peer& p, SideChannel& ch);
-bool run_client(Peer& p, SideChannel& ch);
+bool run_client(Peer& p, SideChannel& ch, uint32_t bulk_pieces);
 
 }  // namespace ndnic::nic::xproc

@@ -187,7 +187,7 @@ bool Server::run() {
   // Keep answering (ACKs, READ responses) until the client has all its completions.
   if (!client_done && !ch_.receive(&line, p_.idle(), kVerdictMs)) return p_.fail("no word from the client: " + ch_.error());
   if (!client_done && line != "done") return p_.fail("the client says: " + line);
-  return true;
+  return ch_.send("result ok") || p_.fail("cannot send the verdict: " + ch_.error());
 }
 
 }  // namespace

@@ -31,9 +31,14 @@ bool ready(int fd, short events) {
 
 }  // namespace
 
-SideChannel::~SideChannel() {
+SideChannel::~SideChannel() { close(); }
+
+void SideChannel::close() {
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  closed_ = true;
   if (!bound_path_.empty()) ::unlink(bound_path_.c_str());
+  bound_path_.clear();
 }
 
 bool SideChannel::accept(const std::string& path, const Idle& idle, int timeout_ms) {
@@ -95,6 +100,7 @@ bool SideChannel::send(const std::string& line) {
 }
 
 bool SideChannel::fill(int wait_ms) {
+  if (fd_ < 0) return false;
   pollfd p{fd_, POLLIN, 0};
   if (::poll(&p, 1, wait_ms) <= 0) return false;
   char buf[512];

@@ -29,6 +29,7 @@ class SideChannel {
   /// A line if one is complete, without waiting. False also when the peer hung up (see closed()).
   bool try_receive(std::string* line);
   bool closed() const { return closed_; }
+  void close();
   const std::string& error() const { return error_; }
 
  private:
