@@ -10,6 +10,7 @@
 #include <rte_cycles.h>
 
 #include "nic/engine.h"
+#include "nic/sge_walk.h"
 
 namespace ndnic::nic {
 namespace {
@@ -69,18 +70,11 @@ void wqe_failed(Qp::Impl& qp, SendWqe& w, WcStatus st) {
 
 /// Scatters a READ response's payload into the WQE's SGEs at `off`.
 void place(SendWqe& w, uint32_t off, const uint8_t* src, uint32_t len) {
-  for (unsigned i = 0; i < w.wr.num_sge && len; i++) {
-    const uint32_t sl = w.wr.sge[i].length;
-    if (off >= sl) {
-      off -= sl;
-      continue;
-    }
-    const uint32_t take = std::min(sl - off, len);
-    std::memcpy(w.host[i] + off, src, take);
+  for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    std::memcpy(w.host[i] + at, src, take);
     src += take;
-    len -= take;
-    off = 0;
-  }
+    return true;
+  });
 }
 
 /// Writes an atomic's original value into its 8-byte sink.

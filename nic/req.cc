@@ -10,6 +10,7 @@
 #include <rte_ring_elem.h>
 
 #include "nic/engine.h"
+#include "nic/sge_walk.h"
 #include "pmd_glue/pmd_glue.h"
 
 namespace ndnic::nic {
@@ -72,18 +73,11 @@ void gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
     g->n = 1;
     return;
   }
-  for (unsigned i = 0; i < w.wr.num_sge && len; i++) {
-    const uint32_t sl = w.wr.sge[i].length;
-    if (off >= sl) {
-      off -= sl;
-      continue;
-    }
-    const uint32_t take = std::min(sl - off, len);
-    g->ptr[g->n] = w.host[i] + off;
+  for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    g->ptr[g->n] = w.host[i] + at;
     g->len[g->n++] = take;
-    len -= take;
-    off = 0;
-  }
+    return true;
+  });
 }
 
 /// LOCAL_OP: bind and local invalidate run when the requester reaches them, in order.

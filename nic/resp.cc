@@ -13,6 +13,7 @@
 #include <rte_ring_elem.h>
 
 #include "nic/engine.h"
+#include "nic/sge_walk.h"
 
 namespace ndnic::nic {
 namespace {
@@ -57,24 +58,15 @@ bool take_recv(Qp::Impl& qp) {
 /// Scatters SEND payload into the receive at recv_offset. False: a region check failed.
 bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len) {
   RespState& r = qp.resp;
-  uint32_t off = r.recv_offset;
-  for (unsigned i = 0; i < r.recv.num_sge && len; i++) {
+  return for_each_piece(r.recv.sge, r.recv.num_sge, r.recv_offset, len, [&](unsigned i, uint32_t at, uint32_t take) {
     const Sge& g = r.recv.sge[i];
-    if (off >= g.length) {
-      off -= g.length;
-      continue;
-    }
-    const uint32_t take = std::min(g.length - off, len);
     Resolved res;
-    if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + off, take, true, &res) != KeyCheck::kOk)
-      return false;
+    if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
     std::memcpy(res.host, src, take);
     src += take;
-    len -= take;
     r.recv_offset += take;
-    off = 0;
-  }
-  return true;
+    return true;
+  });
 }
 
 ReadResource* new_resource(Qp::Impl& qp) {

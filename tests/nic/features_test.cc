@@ -52,6 +52,18 @@ class Wire : public TwoNodes {
     }
     return out;
   }
+  /// A 64 KiB READ, then a small WRITE (fenced or not).
+  void read_then_write(bool fence) {
+    SendWr rd = send_wr(WrOpcode::kRead, *a, 0, 64 * 1024, 1);
+    rd.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
+    rd.rkey = b->mr.rkey;
+    ASSERT_TRUE(a->qp->post_send(rd));
+    SendWr w = send_wr(WrOpcode::kWrite, *a, 200000, 64, 2);
+    w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data() + 500000);
+    w.rkey = b->mr.rkey;
+    if (fence) w.flags |= kWrFence;
+    ASSERT_TRUE(a->qp->post_send(w));
+  }
   std::string prefix_;
 };
 
@@ -94,15 +106,7 @@ TEST_F(Wire, SolicitedEventBitOnTheLastPacketOnly) {
 
 TEST_F(Wire, FencedRequestWaitsForEarlierReads) {
   connect();
-  SendWr rd = send_wr(WrOpcode::kRead, *a, 0, 64 * 1024, 1);
-  rd.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
-  rd.rkey = b->mr.rkey;
-  ASSERT_TRUE(a->qp->post_send(rd));
-  SendWr w = send_wr(WrOpcode::kWrite, *a, 200000, 64, 2);
-  w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data() + 500000);
-  w.rkey = b->mr.rkey;
-  w.flags |= kWrFence;
-  ASSERT_TRUE(a->qp->post_send(w));
+  read_then_write(true);
   std::vector<Completion> sc;
   ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
   // On the wire: the WRITE leaves only after the last READ response arrived.
@@ -118,14 +122,7 @@ TEST_F(Wire, FencedRequestWaitsForEarlierReads) {
 
 TEST_F(Wire, UnfencedRequestDoesNotWait) {
   connect();
-  SendWr rd = send_wr(WrOpcode::kRead, *a, 0, 64 * 1024, 1);
-  rd.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
-  rd.rkey = b->mr.rkey;
-  ASSERT_TRUE(a->qp->post_send(rd));
-  SendWr w = send_wr(WrOpcode::kWrite, *a, 200000, 64, 2);
-  w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data() + 500000);
-  w.rkey = b->mr.rkey;
-  ASSERT_TRUE(a->qp->post_send(w));
+  read_then_write(false);
   std::vector<Completion> sc;
   ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
   const auto f = frames();

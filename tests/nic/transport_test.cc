@@ -136,7 +136,9 @@ class LongMessages : public TwoNodes, public ::testing::WithParamInterface<doubl
 // Messages far longer than the 256-packet window: coalesced ACKs inside one message and READ
 // responses must move the window, with and without losses.
 TEST_P(LongMessages, OneMebibyteSendWriteRead) {
-  connect();
+  ConnectOptions o;
+  o.timeout = 12;  // 16.7 ms: losses recover by NAK; a busy machine must not fake timeouts
+  connect(o);
   if (GetParam() > 0) {
     FaultConfig f;
     f.seed = 99;
