@@ -203,17 +203,23 @@ void Device::destroy_cq(Cq* cq) {
 Qp* Device::create_qp(const QpCaps& caps) {
   DeviceImpl& d = *impl_;
   if (!caps.send_cq || !caps.recv_cq || caps.max_send_sge > kMaxSge || caps.max_recv_sge > kMaxSge ||
-      caps.max_inline > kMaxInline || caps.max_send_wr == 0 || caps.max_recv_wr == 0)
+      caps.max_inline > kMaxInline || caps.max_send_wr == 0 || caps.max_recv_wr == 0 ||
+      (caps.gsi && caps.type != QpType::kUd))
     return nullptr;
   uint32_t qpn = 0;
-  for (uint32_t n = d.next_qpn; n < d.qp_table_size; n++) {
-    if (!d.qp_table[n].load(std::memory_order_relaxed)) {
-      qpn = n;
-      break;
+  if (caps.gsi) {
+    if (d.qp_table[kGsiQpn].load(std::memory_order_relaxed)) return nullptr;
+    qpn = kGsiQpn;
+  } else {
+    for (uint32_t n = d.next_qpn; n < d.qp_table_size; n++) {
+      if (!d.qp_table[n].load(std::memory_order_relaxed)) {
+        qpn = n;
+        break;
+      }
     }
+    if (qpn == 0) return nullptr;
+    d.next_qpn = qpn + 1;
   }
-  if (qpn == 0) return nullptr;
-  d.next_qpn = qpn + 1;
   auto qp = std::make_unique<Qp::Impl>();
   qp->qpn = qpn;
   qp->pd = caps.pd;
@@ -234,7 +240,11 @@ Qp* Device::create_qp(const QpCaps& caps) {
   qp->req.sq.resize(sq);
   qp->req.mask = sq - 1;
   qp->resp.res.resize(kMaxReadResources);
-  Shard& s = *d.shards[qpn % d.shards.size()];
+  Shard* owner = d.shards[qpn % d.shards.size()].get();
+  // A UD QP resolves each destination's MAC as its datagrams need it: on the shard that owns
+  // the port's neighbour table, that is one lookup, shared by every QP sending there.
+  if (caps.type == QpType::kUd) owner = owner->arp_owner;
+  Shard& s = *owner;
   qp->shard.store(&s, std::memory_order_release);
   qp->handle.impl_ = qp.get();
   d.qp_table[qpn].store(qp.get(), std::memory_order_release);
@@ -318,6 +328,10 @@ namespace {
 
 bool valid_send(const Qp::Impl& qp, const SendWr& wr) {
   if (uint8_t(wr.opcode) > uint8_t(WrOpcode::kLocalInv)) return false;
+  // UD carries SEND ONLY (no immediate: the wire table has no UD_SEND_ONLY_WITH_IMMEDIATE).
+  if (qp.caps.type == QpType::kUd &&
+      (wr.opcode != WrOpcode::kSend || wr.ud.dest_ipv4 == 0 || wr.ud.remote_qpn > wire::kPsnMask))
+    return false;
   if (wr.flags & kWrInline) {
     if (wr.inline_len > qp.caps.max_inline) return false;
   } else if (wr.num_sge > qp.caps.max_send_sge) {

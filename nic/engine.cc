@@ -189,6 +189,10 @@ unsigned Shard::poll_once() {
   const uint64_t now = rte_rdtsc();
   for (Qp::Impl* qp : qps) {
     if (qp->state.load(std::memory_order_relaxed) == QpState::kReset) continue;
+    if (qp->caps.type == QpType::kUd) {  // no timers, no READ replies
+      work += ud_requester_run(*this, *qp);
+      continue;
+    }
     completer_timers(*this, *qp, now);
     work += requester_run(*this, *qp);
     work += responder_run(*this, *qp);

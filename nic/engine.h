@@ -27,6 +27,7 @@ constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
 constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and NAKs
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
+constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
 constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per poll iteration
 
 /// A control request from the application thread, applied by the owning shard.
@@ -116,6 +117,11 @@ struct DeviceImpl {
 bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m);
 /// req.cc: drain the send ring and send what the window allows.
 unsigned requester_run(Shard& s, Qp::Impl& qp);
+/// req.cc: FETCH, ring -> SQ with the local key checks (the UD requester shares it).
+void requester_fetch(Shard& s, Qp::Impl& qp);
+/// ud.cc: UD SEND ONLY datagrams, out (one per work request, no ACKs) and in.
+unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
+void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// resp.cc: a request packet (true: `m` was kept, deferred); READ response generation.
 bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m);
 unsigned responder_run(Shard& s, Qp::Impl& qp);
@@ -141,6 +147,10 @@ struct Gather {
   uint32_t total = 0;
 };
 bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payload);
+/// The same to the destination already in `p` (eth.dst, ip4.dst, bth.dest_qp): UD datagrams.
+bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payload);
+/// req.cc: [off, off+len) of a fetched WQE's payload (the UD requester shares it).
+void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g);
 /// An ACK, NAK or RNR NAK for `psn`.
 void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn);
 

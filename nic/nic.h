@@ -1,4 +1,4 @@
-// ndnic's NIC: a RoCEv2 RC transport on DPDK poll-mode lcores.
+// ndnic's NIC: a RoCEv2 RC transport (and UD datagrams, for the GSI QP1) on DPDK poll-mode lcores.
 //
 // The application side (the ND frontend, tests, tools) creates memory regions, windows,
 // completion queues and QPs through Device; it posts work requests to a QP's rings and reads
@@ -45,7 +45,11 @@ struct MrKeys {
   uint32_t rkey = 0;
 };
 
+enum class QpType : uint8_t { kRc, kUd };
+
 struct QpCaps {
+  QpType type = QpType::kRc;
+  bool gsi = false;                  ///< the UD QP numbered 1 (type must be kUd); one per device
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   uint32_t max_send_wr = 256;
@@ -88,6 +92,7 @@ class Device {
   Cq* create_cq(uint32_t entries);
   void destroy_cq(Cq* cq);
 
+  /// A QP in RESET; nullptr for bad caps, a full table, or a second GSI QP.
   Qp* create_qp(const QpCaps& caps);
   void destroy_qp(Qp* qp);
 
@@ -134,7 +139,8 @@ class Cq {
   Impl* impl_ = nullptr;
 };
 
-/// A reliable-connection QP. Posting is single-producer: one application thread per QP.
+/// A reliable-connection or unreliable-datagram QP. Posting is single-producer: one
+/// application thread per QP.
 class Qp {
  public:
   uint32_t qpn() const;
@@ -160,6 +166,8 @@ class Qp {
     uint64_t duplicates = 0;        ///< duplicate requests received (re-ACKed or replayed)
     uint64_t out_of_sequence = 0;   ///< requests received past the expected PSN
     uint64_t invalidations = 0;     ///< windows invalidated by the peer's SEND WITH INVALIDATE
+    uint64_t qkey_drops = 0;        ///< UD: datagrams with the wrong Q_Key
+    uint64_t no_recv_drops = 0;     ///< UD: datagrams that found no receive posted (no RNR)
   };
   Counters counters() const;
 

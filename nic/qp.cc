@@ -51,6 +51,10 @@ uint16_t udp_sport_for(uint32_t lqpn, uint32_t rqpn) {
   return uint16_t(0xC000 | ((label & 0x3FFF) ^ (label >> 14)));
 }
 
+/// A QP without a flow label (UD, QP1 among them) gets rxe's 0xC000 + hash_32(qpn, 14): one
+/// port for all its datagrams, 0xd872 on QP1 as in rxe's CM MADs.
+uint16_t ud_sport_for(uint32_t qpn) { return uint16_t(0xC000 + ((qpn * 0x61C88647u) >> 18)); }
+
 void reset_transport(Qp::Impl& qp) {
   qp.req.head = qp.req.next = qp.req.tail = 0;
   qp.req.rd_atomic_outstanding = 0;
@@ -154,18 +158,27 @@ bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& a) {
       return true;
     case QpState::kInit:
       if (from != QpState::kReset && from != QpState::kInit) return false;
+      if (qp.caps.type == QpType::kUd) {
+        qp.attr.qkey = qp.caps.gsi ? kGsiQkey : a.qkey;
+        qp.udp_sport = ud_sport_for(qp.qpn);
+      }
       break;
     case QpState::kRtr: {
       if (from != QpState::kInit) return false;
-      if (!valid_mtu(a.path_mtu) || a.dest_ipv4 == 0 || a.remote_qpn > wire::kPsnMask) return false;
+      const bool ud = qp.caps.type == QpType::kUd;
+      if (!valid_mtu(a.path_mtu) || (!ud && (a.dest_ipv4 == 0 || a.remote_qpn > wire::kPsnMask)))
+        return false;
       // A full packet must fit one mbuf.
       const size_t frame = wire::kEthHdrLen + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen +
                            wire::kRethLen + wire::kImmDtLen + a.path_mtu + wire::kIcrcLen;
       if (frame > size_t(rte_pktmbuf_data_room_size(s.port->mempool())) - RTE_PKTMBUF_HEADROOM)
         return false;
+      qp.attr.path_mtu = a.path_mtu;
+      // A UD QP has no peer: each work request names one, datagrams come from anyone, and
+      // with many peers there is no single RSS flow to move the QP to.
+      if (ud) break;
       qp.attr.remote_qpn = a.remote_qpn;
       qp.attr.rq_psn = a.rq_psn & wire::kPsnMask;
-      qp.attr.path_mtu = a.path_mtu;
       qp.attr.dest_ipv4 = a.dest_ipv4;
       std::memcpy(qp.attr.dest_mac, a.dest_mac, 6);
       qp.attr.min_rnr_timer = a.min_rnr_timer & 0x1f;

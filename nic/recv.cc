@@ -1,5 +1,5 @@
 // Receive dispatch: a decoded packet goes to its QP's responder (requests) or completer
-// (responses); anything for a QP that cannot take it is counted and dropped.
+// (responses), or to the UD path; anything for a QP that cannot take it is counted and dropped.
 #include <cstring>
 
 #include "nic/engine.h"
@@ -10,6 +10,10 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
   Qp::Impl* qp = s.dev->qp_by_number(pkt.bth.dest_qp);
   if (!qp || qp->shard.load(std::memory_order_relaxed) != &s) {
     s.unknown_qp++;
+    return false;
+  }
+  if (qp->caps.type == QpType::kUd || pkt.bth.opcode == wire::kUdSendOnly) {
+    ud_recv_packet(s, *qp, pkt);  // the payload is copied out: `m` is never kept
     return false;
   }
   const QpState st = qp->state.load(std::memory_order_relaxed);
@@ -31,10 +35,6 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
     case wire::OpKind::kWrite:
     case wire::OpKind::kReadRequest:
     case wire::OpKind::kAtomic:
-      if (pkt.bth.opcode == wire::kUdSendOnly) {  // no UD QPs on this path
-        s.unknown_qp++;
-        return false;
-      }
       return responder_packet(s, *qp, pkt, m);
     case wire::OpKind::kReadResponse:
     case wire::OpKind::kAck:

@@ -24,9 +24,11 @@ bool is_local(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::k
 
 uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
 
+}  // namespace
+
 /// FETCH: ring -> SQ slot; SGEs checked against their regions now, so a bad lkey fails the
 /// request before anything goes on the wire.
-void fetch(Shard& s, Qp::Impl& qp) {
+void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   while (r.tail - r.head <= r.mask) {
     SendWqe& w = r.sq[r.tail & r.mask];
@@ -63,7 +65,7 @@ void fetch(Shard& s, Qp::Impl& qp) {
 }
 
 /// Gathers [off, off+len) of the WQE's payload.
-void gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
+void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
   g->n = 0;
   g->total = len;
   if (len == 0) return;
@@ -79,6 +81,8 @@ void gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
     return true;
   });
 }
+
+namespace {
 
 /// LOCAL_OP: bind and local invalidate run when the requester reaches them, in order.
 void local_op(Shard& s, Qp::Impl& qp, SendWqe& w) {
@@ -175,7 +179,7 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   }
   p.imm = w.wr.imm;
   p.ieth_rkey = w.wr.invalidate_rkey;
-  gather(w, off, len, &g);
+  requester_gather(w, off, len, &g);
   if (!send_packet(s, qp, p, &g)) return false;
   if (ack_req) r.noack_pkts = 0;
   w.sent = off + len;
@@ -215,7 +219,7 @@ void rewind(Qp::Impl& qp) {
 }  // namespace
 
 unsigned requester_run(Shard& s, Qp::Impl& qp) {
-  fetch(s, qp);
+  requester_fetch(s, qp);
   const QpState st = qp.state.load(std::memory_order_relaxed);
   if (st == QpState::kError) {
     qp_flush(s, qp);

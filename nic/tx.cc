@@ -11,15 +11,19 @@
 namespace ndnic::nic {
 
 bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
-  const glue::Port& port = *s.port;
   std::memcpy(p.eth.dst, qp.dest_mac.addr_bytes, 6);
+  p.ip4.dst = qp.attr.dest_ipv4;
+  p.bth.dest_qp = qp.attr.remote_qpn;
+  return send_packet_to(s, qp, p, g);
+}
+
+bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
+  const glue::Port& port = *s.port;
   std::memcpy(p.eth.src, port.mac().addr_bytes, 6);
   p.ipv6 = false;
   p.ip4.src = port.ipv4();
-  p.ip4.dst = qp.attr.dest_ipv4;
   p.ip4.id = s.ip_id++;
   p.udp.src_port = qp.udp_sport;
-  p.bth.dest_qp = qp.attr.remote_qpn;
   p.payload_len = g ? g->total : 0;
 
   const size_t total = wire::frame_length(p);

@@ -57,6 +57,17 @@ struct MwBind {
   uint8_t new_key;   ///< the key byte the caller chose for the new R_Key
 };
 
+/// Where a UD SEND goes: the address handle, carried by each work request.
+struct UdDest {
+  uint32_t dest_ipv4;   ///< host order
+  uint32_t remote_qpn;
+  uint32_t qkey;        ///< ignored on the GSI QP, which always sends kGsiQkey
+  uint8_t dest_mac[6];  ///< all zero: resolve by ARP
+};
+
+/// The well-known Q_Key of QP1 (IBTA): every GSI MAD carries it.
+constexpr uint32_t kGsiQkey = 0x80010000;
+
 /// One entry on a QP's send ring.
 struct SendWr {
   uint64_t wr_id;            ///< returned in the completion (the ND frontend's ND_RESULT*)
@@ -72,7 +83,10 @@ struct SendWr {
   uint32_t reserved2 = 0;
   uint64_t compare_add;      ///< CMP_SWAP compare value, or FETCH_ADD addend
   uint64_t swap;             ///< CMP_SWAP swap value
-  MwBind bind;               ///< kBindMw
+  union {
+    MwBind bind;             ///< kBindMw (RC)
+    UdDest ud;               ///< every SEND on a UD QP
+  };
   union {
     Sge sge[kMaxSge];
     uint8_t inline_data[kMaxInline];
@@ -132,13 +146,16 @@ struct Completion {
   WcOpcode opcode;
   uint8_t flags;          ///< WcFlags
   uint8_t solicited;      ///< the message carried the SE bit
+  uint32_t src_ipv4;      ///< UD receive: the sender's address, host order (no GRH is scattered)
+  uint32_t src_qpn;       ///< UD receive: the sender's QP, from the DETH
 };
-static_assert(sizeof(Completion) == 24);
+static_assert(sizeof(Completion) == 32);
 
 enum class QpState : uint8_t { kReset, kInit, kRtr, kRts, kError };
 const char* qp_state_name(QpState s);
 
-/// Attributes of a RoCEv2 RC QP, as ibv_modify_qp takes them.
+/// Attributes of a RoCEv2 QP, as ibv_modify_qp takes them. A UD QP uses qkey (INIT),
+/// path_mtu (RTR) and sq_psn (RTS); its peers are named per work request.
 struct QpAttr {
   uint32_t remote_qpn = 0;
   uint32_t sq_psn = 0;          ///< first PSN this side sends
@@ -153,6 +170,7 @@ struct QpAttr {
   uint8_t timeout = 14;         ///< local ACK timeout: 4.096 us * 2^timeout (14 = 67 ms)
   uint8_t max_rd_atomic = 16;   ///< READs/atomics this side may have outstanding
   uint8_t max_dest_rd_atomic = 16;  ///< READs/atomics the peer may have outstanding here
+  uint32_t qkey = 0;            ///< UD: the Q_Key receives must carry (ignored on the GSI QP)
 };
 
 }  // namespace ndnic::nic

@@ -1,0 +1,137 @@
+// UD datagrams, as rxe sends and receives them on QP1 and ordinary UD QPs: one UD SEND ONLY
+// per work request, with a DETH (Q_Key, source QP); no ACKs, no retries, no RNR. A request
+// completes once its packet is in the TX batch; a datagram completes a receive with the
+// sender's address and QP in the completion rather than a GRH in front of the payload.
+#include <cstring>
+
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nic/engine.h"
+#include "nic/sge_walk.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+/// The destination's MAC: from the work request, else from the port's neighbour table (UD
+/// QPs live on the shard that owns it), so ARP is per destination and shared by all QPs.
+glue::Resolve dest_mac(Shard& s, const UdDest& ud, rte_ether_addr* mac) {
+  static constexpr uint8_t kZero[6] = {};
+  if (std::memcmp(ud.dest_mac, kZero, 6) != 0) {
+    std::memcpy(mac->addr_bytes, ud.dest_mac, 6);
+    return glue::Resolve::kResolved;
+  }
+  return s.port->resolve(ud.dest_ipv4, mac);
+}
+
+/// Sends the datagram of `w`, or fails it. False: it has to wait (ARP, no mbuf).
+bool send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
+  // IBTA C10-93.1.1 has the CI drop an oversize UD message silently (rxe fakes success);
+  // failing it tells the sender (the CM) at once instead.
+  if (w.length > qp.attr.path_mtu) {
+    w.state = WqeState::kError;
+    w.status = WcStatus::kLocalLength;
+    return true;
+  }
+  rte_ether_addr mac;
+  switch (dest_mac(s, w.wr.ud, &mac)) {
+    case glue::Resolve::kPending:
+      return false;
+    case glue::Resolve::kFailed:  // ARP went unanswered: the nearest thing to retries exhausted
+      w.state = WqeState::kError;
+      w.status = WcStatus::kRetryExceeded;
+      return true;
+    case glue::Resolve::kResolved:
+      break;
+  }
+  wire::RocePacket p;
+  std::memcpy(p.eth.dst, mac.addr_bytes, 6);
+  p.ip4.dst = w.wr.ud.dest_ipv4;
+  p.bth.opcode = wire::kUdSendOnly;
+  p.bth.dest_qp = w.wr.ud.remote_qpn;
+  p.bth.psn = qp.req.psn;
+  p.bth.ack_req = true;  // as rxe sets it on every UD packet; nobody answers it
+  p.bth.se = w.wr.flags & kWrSolicited;
+  p.deth.qkey = qp.caps.gsi ? kGsiQkey : w.wr.ud.qkey;
+  p.deth.src_qp = qp.qpn;
+  Gather g;
+  requester_gather(w, 0, w.length, &g);
+  if (!send_packet_to(s, qp, p, &g)) return false;
+  qp.req.psn = psn_add(qp.req.psn, 1);
+  w.state = WqeState::kDone;
+  return true;
+}
+
+/// Scatters a datagram into a receive; the status its completion carries.
+WcStatus scatter(Shard& s, const Qp::Impl& qp, const RecvWr& rw, const uint8_t* src, uint32_t len) {
+  uint64_t capacity = 0;
+  for (unsigned i = 0; i < rw.num_sge; i++) capacity += rw.sge[i].length;
+  if (len > capacity) return WcStatus::kLocalLength;
+  const bool ok = for_each_piece(rw.sge, rw.num_sge, 0, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    const Sge& g = rw.sge[i];
+    Resolved res;
+    if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
+    std::memcpy(res.host, src, take);
+    src += take;
+    return true;
+  });
+  return ok ? WcStatus::kSuccess : WcStatus::kLocalProtection;
+}
+
+}  // namespace
+
+unsigned ud_requester_run(Shard& s, Qp::Impl& qp) {
+  requester_fetch(s, qp);
+  const QpState st = qp.state.load(std::memory_order_relaxed);
+  if (st == QpState::kError) {
+    qp_flush(s, qp);
+    return 0;
+  }
+  if (st != QpState::kRts) return 0;
+  ReqState& r = qp.req;
+  unsigned done = 0;
+  while (done < kSendBudget && r.next != r.tail && s.tx_room()) {
+    SendWqe& w = r.sq[r.next & r.mask];
+    if (w.state == WqeState::kPosted && !send_datagram(s, qp, w)) break;
+    r.next++;
+    done++;
+  }
+  // A failed request does not take the QP to ERROR: QP1 serves every peer of the device, and
+  // one bad datagram must not cut off the others.
+  for (; r.head != r.next; r.head++) complete_wqe(qp, r.sq[r.head & r.mask]);
+  return done;
+}
+
+void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
+  const QpState st = qp.state.load(std::memory_order_relaxed);
+  if (qp.caps.type != QpType::kUd || pkt.bth.opcode != wire::kUdSendOnly ||
+      (st != QpState::kRtr && st != QpState::kRts)) {
+    s.unknown_qp++;
+    return;
+  }
+  qp.counters.rx_packets++;
+  qp.counters.rx_bytes += pkt.payload_len;
+  if (pkt.deth.qkey != qp.attr.qkey) {
+    qp.counters.qkey_drops++;
+    return;
+  }
+  RecvWr rw;
+  if (rte_ring_sc_dequeue_elem(qp.recv_ring, &rw, sizeof(RecvWr)) != 0) {
+    qp.counters.no_recv_drops++;
+    return;
+  }
+  Completion c{};
+  c.wr_id = rw.wr_id;
+  // Unlike RC, an error fails this receive only, not the QP (QP1 again).
+  c.status = scatter(s, qp, rw, pkt.payload, pkt.payload_len);
+  c.opcode = WcOpcode::kRecv;
+  c.byte_len = pkt.payload_len;
+  c.qpn = qp.qpn;
+  c.solicited = pkt.bth.se;
+  c.src_ipv4 = pkt.ip4.src;
+  c.src_qpn = pkt.deth.src_qp;
+  qp.recv_cq->impl()->push(c);
+}
+
+}  // namespace ndnic::nic
