@@ -37,7 +37,8 @@ void Cq::Impl::push(const Completion& c) {
   }
   CqArm a = armed.load(std::memory_order_acquire);
   if (a == CqArm::kNone) return;
-  const bool wake = a == CqArm::kAny || c.solicited || c.status != WcStatus::kSuccess;
+  const bool error = c.status != WcStatus::kSuccess;
+  const bool wake = a == CqArm::kAny || (a == CqArm::kSolicited && c.solicited) || error;
   if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
@@ -51,6 +52,8 @@ unsigned Cq::poll(Completion* out, unsigned n) {
 void Cq::arm(bool solicited_only) {
   impl_->armed.store(solicited_only ? CqArm::kSolicited : CqArm::kAny, std::memory_order_release);
 }
+
+void Cq::arm_errors() { impl_->armed.store(CqArm::kErrors, std::memory_order_release); }
 
 int Cq::event_fd() const { return impl_->efd; }
 

@@ -11,7 +11,7 @@ struct rte_ring;
 
 namespace ndnic::nic {
 
-enum class CqArm : uint8_t { kNone, kAny, kSolicited };
+enum class CqArm : uint8_t { kNone, kAny, kSolicited, kErrors };
 
 struct Cq::Impl {
   Cq handle;

@@ -361,6 +361,8 @@ bool Qp::post_recv(const RecvWr& wr) {
 }
 
 Qp::Counters Qp::counters() const { return impl_->counters; }
+uint64_t Qp::sends_completed() const { return impl_->sends_completed.load(std::memory_order_acquire); }
+uint64_t Qp::recvs_completed() const { return impl_->recvs_completed.load(std::memory_order_acquire); }
 
 // ---- names ---------------------------------------------------------------------------------
 

@@ -124,6 +124,8 @@ class Cq {
   /// Arms the CQ: the next completion (any), or the next solicited or error completion
   /// (solicited_only), makes the event fd readable once.
   void arm(bool solicited_only);
+  /// Arms the CQ for the next error completion only.
+  void arm_errors();
   /// An eventfd to wait on (poll/epoll/read) after arm().
   int event_fd() const;
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
@@ -170,6 +172,10 @@ class Qp {
     uint64_t no_recv_drops = 0;     ///< UD: datagrams that found no receive posted (no RNR)
   };
   Counters counters() const;
+  /// Send-side requests and receives completed so far, signaled or not (an application that
+  /// suppresses success completions still needs to know when a slot frees up).
+  uint64_t sends_completed() const;
+  uint64_t recvs_completed() const;
 
   struct Impl;
   Impl* impl() { return impl_; }

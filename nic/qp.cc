@@ -100,6 +100,7 @@ void steer_by_rss(Shard& s, Qp::Impl& qp) {
 }  // namespace
 
 void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
+  qp.sends_completed.fetch_add(1, std::memory_order_release);
   if (w.status == WcStatus::kSuccess && !(w.wr.flags & kWrSignaled)) return;
   Completion c{};
   c.wr_id = w.wr.wr_id;
@@ -114,6 +115,7 @@ void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
 
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
                    uint8_t flags, uint32_t imm_or_inv, bool solicited) {
+  if (op != WcOpcode::kRemoteInvalidate) qp.recvs_completed.fetch_add(1, std::memory_order_release);
   Completion c{};
   c.wr_id = wr_id;
   c.status = st;

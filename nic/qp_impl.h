@@ -143,6 +143,8 @@ struct Qp::Impl {
   CompState comp;
   RespState resp;
   Qp::Counters counters;
+  std::atomic<uint64_t> sends_completed{0};  ///< written by the owning lcore, read by the app
+  std::atomic<uint64_t> recvs_completed{0};
 };
 
 }  // namespace ndnic::nic

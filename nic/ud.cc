@@ -131,6 +131,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   c.solicited = pkt.bth.se;
   c.src_ipv4 = pkt.ip4.src;
   c.src_qpn = pkt.deth.src_qp;
+  qp.recvs_completed.fetch_add(1, std::memory_order_release);
   qp.recv_cq->impl()->push(c);
 }
 
