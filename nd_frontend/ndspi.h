@@ -24,6 +24,12 @@ using VOID = void;
 using HANDLE = void*;
 using SOCKET = int;
 
+#ifndef TRUE
+#define TRUE 1
+#endif
+#ifndef FALSE
+#define FALSE 0
+#endif
 #ifndef FAILED
 #define FAILED(hr) (static_cast<HRESULT>(hr) < 0)
 #endif

@@ -1,0 +1,155 @@
+// INDAdapter over a nic::Device: the adapter is a protection domain; its notifier thread turns
+// CQ event fds into completed Notify requests.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+
+#include "nd_frontend/nd.h"
+#include "nd_frontend/objects.h"
+#include "nd_frontend/overlapped.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nd {
+namespace {
+
+constexpr SIZE_T kMaxQueueEntries = 4096;
+constexpr SIZE_T kMaxCqEntries = 65535;
+constexpr SIZE_T kMaxReadLimit = 16;
+constexpr SIZE_T kMaxLength = nic::kMaxMessage;
+constexpr SIZE_T kMaxRegistration = SIZE_T(1) << 40;
+constexpr SIZE_T kLargeRequestThreshold = 4096;  ///< above this, Read/Write beats Send here
+constexpr SIZE_T kMaxCallerData = 56;   ///< REQ private data (92) less rdma_cm's header (36)
+constexpr SIZE_T kMaxCalleeData = 196;  ///< REP private data
+constexpr UINT32 kVendorId = 0x4E44;    ///< "ND": ndnic has no PCI vendor
+
+std::mutex g_registry_mu;
+std::map<uint32_t, std::pair<nic::Device*, glue::Port*>> g_registry;  ///< by IPv4, host order
+
+}  // namespace
+
+void register_adapter(nic::Device* dev, glue::Port* port) {
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  g_registry[port->ipv4()] = {dev, port};
+}
+
+void unregister_adapter(glue::Port* port) {
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  g_registry.erase(port->ipv4());
+}
+
+NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port)
+    : dev_(dev), port_(port), pd_(dev->alloc_pd()) {
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  stop_fd_ = eventfd(0, EFD_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;  // the stop signal
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_fd_, &ev);
+  notifier_ = std::thread([this] { notifier(); });
+}
+
+NdAdapter::~NdAdapter() {
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(stop_fd_, &one, sizeof one);
+  notifier_.join();
+  close(epoll_fd_);
+  close(stop_fd_);
+}
+
+void NdAdapter::notifier() {
+  for (;;) {
+    epoll_event evs[16];
+    const int n = epoll_wait(epoll_fd_, evs, 16, -1);
+    for (int i = 0; i < n; i++) {
+      if (!evs[i].data.ptr) return;
+      static_cast<NdCq*>(evs[i].data.ptr)->notified();
+    }
+  }
+}
+
+void NdAdapter::watch(NdCq* cq) {
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = cq;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, cq->cq()->event_fd(), &ev);
+}
+
+void NdAdapter::unwatch(NdCq* cq) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, cq->cq()->event_fd(), nullptr); }
+
+HRESULT NdAdapter::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
+  return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+}
+
+HRESULT NdAdapter::Query(DWORD version, ND_ADAPTER_INFO* info, SIZE_T* size) {
+  if (version != ND_VERSION_1) return ND_NOT_SUPPORTED;
+  if (!size) return ND_INVALID_PARAMETER;
+  if (!info || *size < sizeof(ND_ADAPTER_INFO1)) {
+    *size = sizeof(ND_ADAPTER_INFO1);
+    return ND_BUFFER_OVERFLOW;
+  }
+  *size = sizeof(ND_ADAPTER_INFO1);
+  *info = ND_ADAPTER_INFO1{kVendorId, 1,
+                           nic::kMaxSge, kMaxQueueEntries, kMaxLength,
+                           nic::kMaxSge, kMaxQueueEntries, kMaxLength,
+                           nic::kMaxInline, kMaxReadLimit, kMaxReadLimit, kMaxCqEntries,
+                           kMaxRegistration, kMaxRegistration, kLargeRequestThreshold,
+                           kMaxCallerData, kMaxCalleeData};
+  return ND_SUCCESS;
+}
+
+HRESULT NdAdapter::CreateCompletionQueue(SIZE_T entries, INDCompletionQueue** out) {
+  if (!out) return ND_INVALID_PARAMETER;
+  if (entries == 0 || entries > kMaxCqEntries) return ND_INVALID_BUFFER_SIZE;
+  nic::Cq* cq = dev_->create_cq(uint32_t(entries));
+  if (!cq) return ND_INSUFFICIENT_RESOURCES;
+  *out = new NdCq(this, cq);
+  return ND_SUCCESS;
+}
+
+HRESULT NdAdapter::RegisterMemory(const void* buf, SIZE_T size, OVERLAPPED* ov, ND_MR_HANDLE* mr) {
+  if (!buf || !mr || !ov) return ND_INVALID_PARAMETER;
+  if (size == 0 || size > kMaxRegistration) return ND_INVALID_BUFFER_SIZE;
+  // v1 registrations take no rights: remote access goes through windows bound to them.
+  nic::MrKeys keys;
+  if (!dev_->register_mr(pd_, buf, size, nic::kAccessLocalWrite | nic::kAccessMwBind, &keys))
+    return ND_INSUFFICIENT_RESOURCES;
+  *mr = reinterpret_cast<ND_MR_HANDLE>(new MrRecord{keys.lkey, static_cast<const uint8_t*>(buf), size});
+  overlapped_complete(ov, ND_SUCCESS);  // done at once: the caller may still wait on ov
+  return ND_SUCCESS;
+}
+
+HRESULT NdAdapter::DeregisterMemory(ND_MR_HANDLE mr, OVERLAPPED* ov) {
+  if (!mr || !ov) return ND_INVALID_PARAMETER;
+  auto* rec = reinterpret_cast<MrRecord*>(mr);
+  // Refused while a window is bound to it, as on hardware.
+  if (!dev_->deregister_mr(rec->lkey)) return ND_DEVICE_BUSY;
+  delete rec;
+  overlapped_complete(ov, ND_SUCCESS);
+  return ND_SUCCESS;
+}
+
+HRESULT NdAdapter::CreateMemoryWindow(ND_RESULT* invalidate_result, INDMemoryWindow** out) {
+  if (!invalidate_result || !out) return ND_INVALID_PARAMETER;
+  const uint32_t key = dev_->alloc_mw(pd_, reinterpret_cast<uint64_t>(invalidate_result));
+  if (key == 0) return ND_INSUFFICIENT_RESOURCES;
+  *out = new NdMemoryWindow(this, key, invalidate_result);
+  return ND_SUCCESS;
+}
+
+}  // namespace ndnic::nd
+
+HRESULT NdOpenV1Adapter(const sockaddr* addr, SIZE_T len, INDAdapter** out) {
+  using namespace ndnic::nd;
+  if (!addr || !out || addr->sa_family != AF_INET || len < sizeof(sockaddr_in)) return ND_INVALID_ADDRESS;
+  const uint32_t ip = ntohl(reinterpret_cast<const sockaddr_in*>(addr)->sin_addr.s_addr);
+  std::lock_guard<std::mutex> g(g_registry_mu);
+  auto it = g_registry.find(ip);
+  if (it == g_registry.end()) return ND_INVALID_ADDRESS;
+  *out = new NdAdapter(it->second.first, it->second.second);
+  return ND_SUCCESS;
+}

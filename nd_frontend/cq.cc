@@ -1,0 +1,87 @@
+// INDCompletionQueue over a nic::Cq. Results are the caller's own ND_RESULTs (the work
+// request's wr_id); a window's remote invalidation arrives as its own result, before the
+// receive it came with.
+#include <unistd.h>
+
+#include "nd_frontend/objects.h"
+#include "nd_frontend/overlapped.h"
+#include "nd_frontend/status.h"
+
+namespace ndnic::nd {
+
+NdCq::NdCq(NdAdapter* adapter, nic::Cq* cq) : adapter_(adapter), cq_(cq) {
+  adapter_->AddRef();
+  adapter_->watch(this);
+}
+
+NdCq::~NdCq() {
+  CancelOverlappedRequests();
+  adapter_->unwatch(this);
+  adapter_->dev()->destroy_cq(cq_);
+  adapter_->Release();
+}
+
+HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
+  return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+}
+
+HRESULT NdCq::Resize(SIZE_T entries) {
+  if (entries == 0) return ND_INVALID_PARAMETER;
+  return cq_->resize(uint32_t(entries)) ? ND_SUCCESS : ND_INSUFFICIENT_RESOURCES;
+}
+
+HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
+  if (!ov) return ND_INVALID_PARAMETER;
+  if (type != ND_CQ_NOTIFY_ERRORS && type != ND_CQ_NOTIFY_ANY && type != ND_CQ_NOTIFY_SOLICITED)
+    return ND_INVALID_PARAMETER;
+  overlapped_start(ov);
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    waiting_.push_back(ov);
+  }
+  if (type == ND_CQ_NOTIFY_ERRORS)
+    cq_->arm_errors();
+  else
+    cq_->arm(type == ND_CQ_NOTIFY_SOLICITED);
+  return ND_PENDING;
+}
+
+void NdCq::notified() {
+  uint64_t v;
+  [[maybe_unused]] ssize_t n = read(cq_->event_fd(), &v, sizeof v);
+  std::vector<OVERLAPPED*> done;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    done.swap(waiting_);
+  }
+  for (OVERLAPPED* ov : done) overlapped_complete(ov, ND_SUCCESS);
+}
+
+HRESULT NdCq::CancelOverlappedRequests() {
+  std::vector<OVERLAPPED*> done;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    done.swap(waiting_);
+  }
+  for (OVERLAPPED* ov : done) overlapped_complete(ov, ND_CANCELED);
+  return ND_SUCCESS;
+}
+
+SIZE_T NdCq::GetResults(ND_RESULT* results[], SIZE_T n) {
+  nic::Completion c[64];
+  SIZE_T got = 0;
+  while (got < n) {
+    const unsigned want = unsigned(std::min<SIZE_T>(n - got, 64));
+    const unsigned k = cq_->poll(c, want);
+    for (unsigned i = 0; i < k; i++) {
+      auto* r = reinterpret_cast<ND_RESULT*>(c[i].wr_id);
+      r->Status = nd_status(c[i]);
+      r->BytesTransferred = c[i].opcode == nic::WcOpcode::kRemoteInvalidate ? 0 : c[i].byte_len;
+      results[got++] = r;
+    }
+    if (k < want) break;
+  }
+  return got;
+}
+
+}  // namespace ndnic::nd

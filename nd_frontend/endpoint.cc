@@ -1,0 +1,177 @@
+// INDEndpoint over a nic::Qp: every request is one work request on the QP's ring; a batch
+// (StartRequestBatch .. SubmitRequestBatch) is one ring operation.
+#include <endian.h>
+
+#include <cstring>
+
+#include "nd_frontend/objects.h"
+#include "nic/memory.h"
+
+namespace ndnic::nd {
+namespace {
+
+uint32_t op_flags(DWORD flags) {
+  uint32_t f = 0;
+  if (!(flags & ND_OP_FLAG_SILENT_SUCCESS)) f |= nic::kWrSignaled;
+  if (flags & ND_OP_FLAG_READ_FENCE) f |= nic::kWrFence;
+  if (flags & ND_OP_FLAG_SEND_AND_SOLICIT_EVENT) f |= nic::kWrSolicited;
+  return f;
+}
+
+}  // namespace
+
+NdEndpoint::NdEndpoint(NdAdapter* adapter, nic::Qp* qp, NdCq* in, NdCq* out, const EndpointLimits& lim)
+    : adapter_(adapter), qp_(qp), in_(in), out_(out), lim_(lim) {
+  adapter_->AddRef();
+  in_->AddRef();
+  out_->AddRef();
+}
+
+NdEndpoint::~NdEndpoint() {
+  adapter_->dev()->destroy_qp(qp_);
+  in_->Release();
+  out_->Release();
+  adapter_->Release();
+}
+
+HRESULT NdEndpoint::Flush() {
+  // Every outstanding request completes with ND_CANCELED.
+  return qp_->modify(nic::QpState::kError, {}) ? ND_SUCCESS : ND_INVALID_DEVICE_STATE;
+}
+
+void NdEndpoint::SubmitRequestBatch() {
+  batching_ = false;
+  if (batch_.empty()) return;
+  qp_->post_send_burst(batch_.data(), unsigned(batch_.size()));  // room was checked per request
+  batch_.clear();
+}
+
+HRESULT NdEndpoint::fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long) {
+  if (n > max_sge) return ND_DATA_OVERRUN;
+  if (n && !sgl) return ND_INVALID_PARAMETER;
+  uint64_t total = 0;
+  for (SIZE_T i = 0; i < n; i++) {
+    const auto* mr = reinterpret_cast<const MrRecord*>(sgl[i].hMr);
+    if (!mr) return ND_INVALID_PARAMETER;
+    wr.sge[i] = {reinterpret_cast<uint64_t>(sgl[i].pAddr), uint32_t(sgl[i].Length), mr->lkey};
+    total += sgl[i].Length;
+    if (sgl[i].Length > nic::kMaxMessage) *too_long = true;
+  }
+  if (total > nic::kMaxMessage) *too_long = true;
+  wr.num_sge = uint8_t(n);
+  return ND_SUCCESS;
+}
+
+HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma) {
+  if (!r) return ND_INVALID_PARAMETER;
+  if (qp_->state() != nic::QpState::kRts) return ND_CONNECTION_INVALID;
+  bool too_long = false;
+  if (sgl || n) {
+    const HRESULT hr = fill_sgl(wr, sgl, n, lim_.outbound_sge, &too_long);
+    if (FAILED(hr)) return hr;
+  }
+  if (too_long) return ND_BUFFER_OVERFLOW;
+  if (rdma && (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))) return ND_INVALID_PARAMETER;
+  if (sends_posted_ + batch_.size() - qp_->sends_completed() >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
+  wr.wr_id = reinterpret_cast<uint64_t>(r);
+  wr.flags = uint8_t(op_flags(flags));
+  r->Status = ND_PENDING;
+  if (batching_) {
+    batch_.push_back(wr);
+    return ND_SUCCESS;
+  }
+  if (!qp_->post_send(wr)) return ND_NO_MORE_ENTRIES;
+  sends_posted_++;
+  return ND_SUCCESS;
+}
+
+HRESULT NdEndpoint::Send(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags) {
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kSend;
+  return post(wr, r, sgl, n, flags, false);
+}
+
+HRESULT NdEndpoint::SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                                      DWORD flags) {
+  if (!mw) return ND_INVALID_PARAMETER;
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kSendInv;
+  wr.invalidate_rkey = be32toh(mw->Token);
+  return post(wr, r, sgl, n, flags, false);
+}
+
+HRESULT NdEndpoint::Read(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                         ULONGLONG offset, DWORD flags) {
+  if (!mw) return ND_INVALID_PARAMETER;
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kRead;
+  wr.remote_addr = be64toh(mw->Base) + offset;
+  wr.rkey = be32toh(mw->Token);
+  return post(wr, r, sgl, n, flags, true);
+}
+
+HRESULT NdEndpoint::Write(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                          ULONGLONG offset, DWORD flags) {
+  if (!mw) return ND_INVALID_PARAMETER;
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kWrite;
+  wr.remote_addr = be64toh(mw->Base) + offset;
+  wr.rkey = be32toh(mw->Token);
+  return post(wr, r, sgl, n, flags, true);
+}
+
+HRESULT NdEndpoint::Receive(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n) {
+  if (!r) return ND_INVALID_PARAMETER;
+  nic::SendWr tmp{};
+  bool too_long = false;
+  const HRESULT hr = fill_sgl(tmp, sgl, n, lim_.inbound_sge, &too_long);
+  if (FAILED(hr)) return hr;
+  if (recvs_posted_ - qp_->recvs_completed() >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
+  nic::RecvWr wr{};
+  wr.wr_id = reinterpret_cast<uint64_t>(r);
+  wr.num_sge = tmp.num_sge;
+  std::memcpy(wr.sge, tmp.sge, sizeof(nic::Sge) * n);
+  r->Status = ND_PENDING;
+  if (!qp_->post_recv(wr)) return ND_NO_MORE_ENTRIES;
+  recvs_posted_++;
+  return ND_SUCCESS;
+}
+
+HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, const void* buf, SIZE_T size,
+                         DWORD flags, ND_MW_DESCRIPTOR* desc) {
+  if (!r || !hmr || !pmw || !buf || !desc) return ND_INVALID_PARAMETER;
+  if (!(flags & (ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE))) return ND_INVALID_PARAMETER;
+  const auto* mr = reinterpret_cast<const MrRecord*>(hmr);
+  auto* mw = static_cast<NdMemoryWindow*>(pmw);
+  const auto* b = static_cast<const uint8_t*>(buf);
+  // The buffer must lie inside the registration (a bind outside it is refused here rather
+  // than failing later as an access violation).
+  if (size == 0 || b < mr->base || size > mr->length || SIZE_T(b - mr->base) > mr->length - size)
+    return ND_INVALID_PARAMETER;
+  uint32_t access = 0;
+  if (flags & ND_OP_FLAG_ALLOW_READ) access |= nic::kAccessRemoteRead;
+  if (flags & ND_OP_FLAG_ALLOW_WRITE) access |= nic::kAccessRemoteWrite;
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kBindMw;
+  // Every bind gives the window a new key byte, so a descriptor from an earlier bind is stale.
+  const uint8_t next = uint8_t(nic::key_byte(mw->rkey()) + 1);
+  wr.bind = {mw->rkey(), mr->lkey, reinterpret_cast<uint64_t>(buf), size, access, next};
+  const uint32_t new_key = nic::make_key(nic::key_index(mw->rkey()), next);
+  HRESULT hr = post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false);
+  if (FAILED(hr)) return hr;
+  mw->set_rkey(new_key);
+  desc->Base = htobe64(reinterpret_cast<uint64_t>(buf));
+  desc->Length = htobe64(size);
+  desc->Token = htobe32(new_key);
+  return ND_SUCCESS;
+}
+
+HRESULT NdEndpoint::Invalidate(ND_RESULT* r, INDMemoryWindow* pmw, DWORD flags) {
+  if (!pmw) return ND_INVALID_PARAMETER;
+  nic::SendWr wr{};
+  wr.opcode = nic::WrOpcode::kLocalInv;
+  wr.invalidate_rkey = static_cast<NdMemoryWindow*>(pmw)->rkey();
+  return post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false);
+}
+
+}  // namespace ndnic::nd

@@ -1,0 +1,25 @@
+// ndnic as an ND v1 provider. An application that runs an ndnic device (a nic::Device on a
+// glue::Port, started on worker lcores) registers it; ND code then opens it by the port's IPv4
+// address with NdOpenV1Adapter, as with any ND provider.
+#pragma once
+
+#include "nd_frontend/ndspi.h"
+
+namespace ndnic::nic {
+class Device;
+}
+namespace ndnic::glue {
+class Port;
+}
+
+namespace ndnic::nd {
+
+/// Makes `dev` reachable through NdOpenV1Adapter at `port`'s IPv4 address. The device must be
+/// polled by worker lcores: ND calls never drive the engine themselves.
+void register_adapter(nic::Device* dev, glue::Port* port);
+void unregister_adapter(glue::Port* port);
+
+}  // namespace ndnic::nd
+
+/// ndsupport.h's helper: opens the ND v1 adapter that owns `pAddress` (IPv4).
+HRESULT NdOpenV1Adapter(const sockaddr* pAddress, SIZE_T AddressLength, INDAdapter** ppAdapter);

@@ -1,0 +1,162 @@
+// ndnic's ND v1 objects (private): each implements one SPI interface over the NIC.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "nd_frontend/ndspi.h"
+#include "nd_frontend/unknown.h"
+#include "nic/nic.h"
+
+namespace ndnic::glue {
+class Port;
+}
+
+namespace ndnic::nd {
+
+class NdCq;
+
+/// What ND_MR_HANDLE points at.
+struct MrRecord {
+  uint32_t lkey;
+  const uint8_t* base;
+  SIZE_T length;
+};
+
+class NdAdapter final : public Unknown<INDAdapter> {
+ public:
+  NdAdapter(nic::Device* dev, glue::Port* port);
+  HANDLE GetFileHandle() override { return nullptr; }
+  HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
+  HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
+  HRESULT Query(DWORD version, ND_ADAPTER_INFO* info, SIZE_T* size) override;
+  HRESULT Control(DWORD, const void*, SIZE_T, void*, SIZE_T, SIZE_T*, OVERLAPPED*) override {
+    return ND_NOT_SUPPORTED;
+  }
+  HRESULT CreateCompletionQueue(SIZE_T entries, INDCompletionQueue** cq) override;
+  HRESULT RegisterMemory(const void* buf, SIZE_T size, OVERLAPPED* ov, ND_MR_HANDLE* mr) override;
+  HRESULT DeregisterMemory(ND_MR_HANDLE mr, OVERLAPPED* ov) override;
+  HRESULT CreateMemoryWindow(ND_RESULT* invalidate_result, INDMemoryWindow** mw) override;
+  HRESULT CreateConnector(INDConnector** connector) override;
+  HRESULT Listen(SIZE_T backlog, INT protocol, USHORT port, USHORT* assigned, INDListen** listen) override;
+
+  nic::Device* dev() const { return dev_; }
+  glue::Port* port() const { return port_; }
+  uint32_t pd() const { return pd_; }
+  /// Registers the CQ's event fd with the notifier thread.
+  void watch(NdCq* cq);
+  void unwatch(NdCq* cq);
+
+ protected:
+  ~NdAdapter() override;
+  bool implements(REFIID riid) const override { return riid == IID_INDAdapter || riid == IID_INDOverlapped; }
+
+ private:
+  void notifier();
+
+  nic::Device* dev_;
+  glue::Port* port_;
+  uint32_t pd_;
+  int epoll_fd_ = -1;
+  int stop_fd_ = -1;
+  std::thread notifier_;
+};
+
+class NdCq final : public Unknown<INDCompletionQueue> {
+ public:
+  NdCq(NdAdapter* adapter, nic::Cq* cq);
+  HRESULT CancelOverlappedRequests() override;
+  HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
+  HRESULT Resize(SIZE_T entries) override;
+  HRESULT Notify(DWORD type, OVERLAPPED* ov) override;
+  SIZE_T GetResults(ND_RESULT* results[], SIZE_T n) override;
+
+  nic::Cq* cq() const { return cq_; }
+  /// Called by the adapter's notifier when the event fd fires: completes pending Notify calls.
+  void notified();
+
+ protected:
+  ~NdCq() override;
+  bool implements(REFIID riid) const override {
+    return riid == IID_INDCompletionQueue || riid == IID_INDOverlapped;
+  }
+
+ private:
+  NdAdapter* adapter_;
+  nic::Cq* cq_;
+  std::mutex mu_;  // Notify / notifier / cancel: the control path, not the datapath
+  std::vector<OVERLAPPED*> waiting_;
+};
+
+class NdMemoryWindow final : public Unknown<INDMemoryWindow> {
+ public:
+  NdMemoryWindow(NdAdapter* adapter, uint32_t rkey, ND_RESULT* invalidate_result)
+      : adapter_(adapter), rkey_(rkey), invalidate_result_(invalidate_result) {
+    adapter_->AddRef();
+  }
+  uint32_t rkey() const { return rkey_; }
+  void set_rkey(uint32_t k) { rkey_ = k; }
+
+ protected:
+  ~NdMemoryWindow() override {
+    adapter_->dev()->dealloc_mw(rkey_);
+    adapter_->Release();
+  }
+  bool implements(REFIID riid) const override { return riid == IID_INDMemoryWindow; }
+
+ private:
+  NdAdapter* adapter_;
+  uint32_t rkey_;                  ///< the window's current R_Key (changes with every bind)
+  ND_RESULT* invalidate_result_;   ///< completed when the peer invalidates the window
+};
+
+/// Limits the connector gives an endpoint (CreateEndpoint's arguments).
+struct EndpointLimits {
+  SIZE_T inbound_entries, outbound_entries, inbound_sge, outbound_sge;
+  SIZE_T inbound_read_limit, outbound_read_limit;
+};
+
+class NdEndpoint final : public Unknown<INDEndpoint> {
+ public:
+  NdEndpoint(NdAdapter* adapter, nic::Qp* qp, NdCq* in, NdCq* out, const EndpointLimits& lim);
+  HRESULT Flush() override;
+  void StartRequestBatch() override { batching_ = true; }
+  void SubmitRequestBatch() override;
+  HRESULT Send(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags) override;
+  HRESULT SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                            DWORD flags) override;
+  HRESULT Receive(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n) override;
+  HRESULT Bind(ND_RESULT* r, ND_MR_HANDLE mr, INDMemoryWindow* mw, const void* buf, SIZE_T size, DWORD flags,
+               ND_MW_DESCRIPTOR* desc) override;
+  HRESULT Invalidate(ND_RESULT* r, INDMemoryWindow* mw, DWORD flags) override;
+  HRESULT Read(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
+               DWORD flags) override;
+  HRESULT Write(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
+                DWORD flags) override;
+
+  nic::Qp* qp() const { return qp_; }
+  NdAdapter* adapter() const { return adapter_; }
+  const EndpointLimits& limits() const { return lim_; }
+
+ protected:
+  ~NdEndpoint() override;
+  bool implements(REFIID riid) const override { return riid == IID_INDEndpoint; }
+
+ private:
+  HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma);
+  HRESULT fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
+
+  NdAdapter* adapter_;
+  nic::Qp* qp_;
+  NdCq* in_;
+  NdCq* out_;
+  EndpointLimits lim_;
+  uint64_t sends_posted_ = 0;
+  uint64_t recvs_posted_ = 0;
+  bool batching_ = false;
+  std::vector<nic::SendWr> batch_;
+};
+
+}  // namespace ndnic::nd

@@ -1,0 +1,369 @@
+// The ND v1 semantics of the seeds, end to end over two ndnic devices.
+#include <arpa/inet.h>
+#include <endian.h>
+#include <netinet/in.h>
+
+#include <chrono>
+#include <tuple>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "nd_frontend/nd.h"
+#include "nd_frontend/testing.h"
+#include "nic/nic.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace {
+
+using namespace ndnic;
+
+struct Side {
+  glue::Port port;
+  nic::Device dev;
+  INDAdapter* adapter = nullptr;
+  INDCompletionQueue* cq = nullptr;
+  INDConnector* conn = nullptr;
+  INDEndpoint* ep = nullptr;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 20);
+  ND_MR_HANDLE mr = nullptr;
+};
+
+class Nd : public ::testing::Test {
+ protected:
+  static constexpr SIZE_T kEntries = 16;
+  static constexpr SIZE_T kSge = 4;
+
+  void SetUp() override {
+    static unsigned n = 0;
+    uint16_t pa, pb;
+    ASSERT_TRUE(glue::make_ring_pair("nd" + std::to_string(n++), &pa, &pb));
+    unsigned lcore = 1;
+    for (auto [s, port, ip] : {std::tuple{&a, pa, 0xC6124601u}, std::tuple{&b, pb, 0xC6124602u}}) {
+      glue::PortConfig pc;
+      pc.device = std::to_string(port);
+      pc.ipv4 = ip;
+      ASSERT_TRUE(s->port.open(pc)) << s->port.error();
+      nic::DeviceConfig dc;
+      dc.ports = {&s->port};
+      dc.lcores = {lcore++};
+      ASSERT_TRUE(s->dev.open(dc)) << s->dev.error();
+      nd::register_adapter(&s->dev, &s->port);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_addr.s_addr = htonl(ip);
+      ASSERT_EQ(NdOpenV1Adapter(reinterpret_cast<sockaddr*>(&sa), sizeof sa, &s->adapter), ND_SUCCESS);
+      ASSERT_EQ(s->adapter->CreateCompletionQueue(256, &s->cq), ND_SUCCESS);
+      ASSERT_EQ(s->adapter->CreateConnector(&s->conn), ND_SUCCESS);
+      ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
+                ND_SUCCESS);
+      OVERLAPPED ov{};
+      ASSERT_EQ(s->adapter->RegisterMemory(s->buf.data(), s->buf.size(), &ov, &s->mr), ND_SUCCESS);
+      SIZE_T bytes;
+      ASSERT_EQ(s->adapter->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);
+    }
+  }
+
+  void TearDown() override {
+    for (Side* s : {&a, &b}) {
+      if (s->ep) s->ep->Release();
+      if (s->conn) s->conn->Release();
+      if (s->mr) {
+        OVERLAPPED ov{};
+        s->adapter->DeregisterMemory(s->mr, &ov);
+      }
+      if (s->cq) s->cq->Release();
+      if (s->adapter) s->adapter->Release();
+      nd::unregister_adapter(&s->port);
+      s->dev.close();
+      s->port.close();
+    }
+  }
+
+  void connect() { ASSERT_EQ(nd::connect_endpoints_for_test(a.ep, b.ep), ND_SUCCESS); }
+
+  /// Collects results from `cq` until `n` arrived or 5 s passed.
+  std::vector<ND_RESULT*> results(INDCompletionQueue* cq, size_t n, int ms = 5000) {
+    std::vector<ND_RESULT*> out;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (out.size() < n && std::chrono::steady_clock::now() < end) {
+      ND_RESULT* r[16];
+      const SIZE_T k = cq->GetResults(r, 16);
+      out.insert(out.end(), r, r + k);
+      if (!k) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    return out;
+  }
+
+  ND_SGE sge(Side& s, size_t off, size_t len) { return ND_SGE{s.buf.data() + off, len, s.mr}; }
+
+  Side a, b;
+};
+
+TEST_F(Nd, QueryReportsTheLimits) {
+  ND_ADAPTER_INFO info{};
+  SIZE_T size = 0;
+  EXPECT_EQ(a.adapter->Query(1, nullptr, &size), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(size, sizeof(ND_ADAPTER_INFO1));
+  ASSERT_EQ(a.adapter->Query(1, &info, &size), ND_SUCCESS);
+  EXPECT_GE(info.MaxInboundSge, kSge);
+  EXPECT_GE(info.MaxOutboundLength, 1u << 30);
+  EXPECT_GT(info.MaxCallerData, 0u);
+}
+
+TEST_F(Nd, ReturnCodes) {
+  ND_RESULT r{};
+  ND_SGE s = sge(a, 0, 8);
+  EXPECT_EQ(a.ep->Send(&r, &s, 1, 0), ND_CONNECTION_INVALID);  // not connected yet
+  connect();
+  ND_SGE many[kSge + 1];
+  for (auto& m : many) m = s;
+  EXPECT_EQ(a.ep->Send(&r, many, kSge + 1, 0), ND_DATA_OVERRUN);
+  ND_SGE huge{a.buf.data(), SIZE_T(1) << 32, a.mr};
+  EXPECT_EQ(a.ep->Send(&r, &huge, 1, 0), ND_BUFFER_OVERFLOW);
+  // Outbound limit: with no receive posted on B, the sends stay outstanding.
+  std::vector<ND_RESULT> rs(kEntries + 1);
+  for (SIZE_T i = 0; i < kEntries; i++) ASSERT_EQ(a.ep->Send(&rs[i], &s, 1, 0), ND_SUCCESS) << i;
+  EXPECT_EQ(a.ep->Send(&rs[kEntries], &s, 1, 0), ND_NO_MORE_ENTRIES);
+  std::vector<ND_RESULT> rr(kEntries + 1);
+  for (SIZE_T i = 0; i < kEntries; i++) ASSERT_EQ(b.ep->Receive(&rr[i], &s, 0), ND_SUCCESS) << i;
+  EXPECT_EQ(b.ep->Receive(&rr[kEntries], nullptr, 0), ND_NO_MORE_ENTRIES);
+}
+
+TEST_F(Nd, SendReceiveReadWriteAndBytesTransferred) {
+  connect();
+  for (int i = 0; i < 4096; i++) a.buf[i] = uint8_t(i * 3);
+  ND_RESULT rr, rs;
+  ND_SGE in[2] = {sge(b, 100, 1000), sge(b, 5000, 2000)};
+  ASSERT_EQ(b.ep->Receive(&rr, in, 2), ND_SUCCESS);
+  {
+    ND_SGE out[2] = {sge(a, 0, 1500), sge(a, 1500, 500)};  // the SGL lives on the stack
+    ASSERT_EQ(a.ep->Send(&rs, out, 2, 0), ND_SUCCESS);
+  }
+  auto ra = results(a.cq, 1);
+  auto rb = results(b.cq, 1);
+  ASSERT_EQ(ra.size(), 1u);
+  ASSERT_EQ(rb.size(), 1u);
+  EXPECT_EQ(ra[0], &rs);  // the caller's ND_RESULT is the request's identity
+  EXPECT_EQ(rs.Status, ND_SUCCESS);
+  EXPECT_EQ(rs.BytesTransferred, 2000u);
+  EXPECT_EQ(rb[0], &rr);
+  EXPECT_EQ(rr.BytesTransferred, 2000u);
+  EXPECT_EQ(0, memcmp(b.buf.data() + 100, a.buf.data(), 1000));
+  EXPECT_EQ(0, memcmp(b.buf.data() + 5000, a.buf.data() + 1000, 1000));
+
+  // B exposes a window; A writes into it and reads it back.
+  ND_RESULT inv_result{}, bind_r{}, wr{}, rd{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv_result, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data() + 65536, 8192, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE,
+                       &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(bind_r.Status, ND_SUCCESS);
+  EXPECT_EQ(be64toh(desc.Length), 8192u);
+  ND_SGE w = sge(a, 0, 3000);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &desc, 100, 0), ND_SUCCESS);
+  ND_SGE r = sge(a, 200000, 3000);
+  ASSERT_EQ(a.ep->Read(&rd, &r, 1, &desc, 100, 0), ND_SUCCESS);
+  ra = results(a.cq, 2);
+  ASSERT_EQ(ra.size(), 2u);
+  EXPECT_EQ(wr.Status, ND_SUCCESS);
+  EXPECT_EQ(wr.BytesTransferred, 3000u);
+  EXPECT_EQ(rd.Status, ND_SUCCESS);
+  EXPECT_EQ(rd.BytesTransferred, 3000u);
+  EXPECT_EQ(0, memcmp(b.buf.data() + 65536 + 100, a.buf.data(), 3000));
+  EXPECT_EQ(0, memcmp(a.buf.data() + 200000, a.buf.data(), 3000));
+  mw->Release();
+}
+
+TEST_F(Nd, ZeroByteSendAndIncomingSendTooLarge) {
+  connect();
+  ND_RESULT r1, r2, s1, s2;
+  ND_SGE small = sge(b, 0, 10);
+  ASSERT_EQ(b.ep->Receive(&r1, &small, 1), ND_SUCCESS);
+  ASSERT_EQ(b.ep->Receive(&r2, &small, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&s1, nullptr, 0, 0), ND_SUCCESS);  // zero-byte send
+  ND_SGE big = sge(a, 0, 100);
+  ASSERT_EQ(a.ep->Send(&s2, &big, 1, 0), ND_SUCCESS);
+  auto rb = results(b.cq, 2);
+  ASSERT_EQ(rb.size(), 2u);
+  EXPECT_EQ(r1.Status, ND_SUCCESS);
+  EXPECT_EQ(r1.BytesTransferred, 0u);
+  EXPECT_EQ(r2.Status, ND_BUFFER_OVERFLOW);  // the seeds: an incoming Send larger than the receive
+  auto ra = results(a.cq, 2);
+  ASSERT_EQ(ra.size(), 2u);
+  EXPECT_EQ(s1.Status, ND_SUCCESS);
+  EXPECT_EQ(s2.Status, ND_REMOTE_ERROR);
+}
+
+TEST_F(Nd, SilentSuccessHidesSuccessOnly) {
+  connect();
+  ND_RESULT rr[2], s1, s2;
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  ASSERT_EQ(b.ep->Receive(&rr[0], &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&s1, &out, 1, ND_OP_FLAG_SILENT_SUCCESS), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_TRUE(results(a.cq, 1, 200).empty());
+  // An error is always reported: a send larger than B's receive.
+  ASSERT_EQ(b.ep->Receive(&rr[1], &in, 1), ND_SUCCESS);
+  ND_SGE big = sge(a, 0, 65);
+  ASSERT_EQ(a.ep->Send(&s2, &big, 1, ND_OP_FLAG_SILENT_SUCCESS), ND_SUCCESS);
+  auto ra = results(a.cq, 1);
+  ASSERT_EQ(ra.size(), 1u);
+  EXPECT_EQ(ra[0], &s2);
+  EXPECT_EQ(s2.Status, ND_REMOTE_ERROR);
+}
+
+TEST_F(Nd, SolicitedNotifyWakesOnlyOnTheLastSend) {
+  connect();
+  ND_RESULT rr[3], ss[3];
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  for (auto& r : rr) ASSERT_EQ(b.ep->Receive(&r, &in, 1), ND_SUCCESS);
+  OVERLAPPED ov{};
+  ASSERT_EQ(b.cq->Notify(ND_CQ_NOTIFY_SOLICITED, &ov), ND_PENDING);
+  ASSERT_EQ(a.ep->Send(&ss[0], &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&ss[1], &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 2).size(), 2u);
+  SIZE_T bytes;
+  EXPECT_EQ(b.cq->GetOverlappedResult(&ov, &bytes, FALSE), ND_PENDING);  // not yet
+  ASSERT_EQ(a.ep->Send(&ss[2], &out, 1, ND_OP_FLAG_SEND_AND_SOLICIT_EVENT), ND_SUCCESS);
+  EXPECT_EQ(b.cq->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);  // blocks until it fires
+  EXPECT_EQ(results(b.cq, 3).size(), 3u);
+}
+
+TEST_F(Nd, NotifyAnyBlocksUntilACompletion) {
+  connect();
+  ND_RESULT rr, ss;
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  OVERLAPPED ov{};
+  ASSERT_EQ(b.cq->Notify(ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    a.ep->Send(&ss, &out, 1, 0);
+  });
+  SIZE_T bytes;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(b.cq->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(40));
+  sender.join();
+  EXPECT_EQ(results(b.cq, 1).size(), 1u);
+  // Canceling a pending Notify completes it with ND_CANCELED.
+  OVERLAPPED ov2{};
+  ASSERT_EQ(b.cq->Notify(ND_CQ_NOTIFY_ANY, &ov2), ND_PENDING);
+  ASSERT_EQ(b.cq->CancelOverlappedRequests(), ND_SUCCESS);
+  EXPECT_EQ(b.cq->GetOverlappedResult(&ov2, &bytes, TRUE), ND_CANCELED);
+}
+
+TEST_F(Nd, SendAndInvalidateOrderAndRebind) {
+  connect();
+  ND_RESULT inv_result{}, bind_r{}, rr, ss, wr{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv_result, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data() + 4096, 4096, ND_OP_FLAG_ALLOW_WRITE, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE w = sge(a, 0, 4096);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &desc, 0, 0), ND_SUCCESS);
+  ND_SGE in = sge(b, 100000, 64), out = sge(a, 0, 16);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->SendAndInvalidate(&ss, &out, 1, &desc, 0), ND_SUCCESS);
+  auto ra = results(a.cq, 2);
+  ASSERT_EQ(ra.size(), 2u);  // one result per request on the sender: Write, SendAndInvalidate
+  EXPECT_EQ(ss.Status, ND_SUCCESS);
+  EXPECT_EQ(ss.BytesTransferred, 16u);
+  auto rb = results(b.cq, 2);
+  ASSERT_EQ(rb.size(), 2u);
+  EXPECT_EQ(rb[0], &inv_result);  // the invalidate result first ...
+  EXPECT_EQ(inv_result.Status, ND_SUCCESS);
+  EXPECT_EQ(rb[1], &rr);  // ... then the receive
+  EXPECT_EQ(rr.Status, ND_SUCCESS);
+  EXPECT_EQ(rr.BytesTransferred, 16u);
+  // The window is free: bound again (new token) it works; the old descriptor does not.
+  ND_MW_DESCRIPTOR desc2;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data() + 4096, 4096, ND_OP_FLAG_ALLOW_WRITE, &desc2), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(bind_r.Status, ND_SUCCESS);
+  EXPECT_NE(desc2.Token, desc.Token);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &desc2, 0, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(wr.Status, ND_SUCCESS);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &desc, 0, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(wr.Status, ND_REMOTE_ERROR);
+  mw->Release();
+}
+
+TEST_F(Nd, SendAndInvalidateWithNoReceiveEndsInTimeout) {
+  connect();
+  ND_RESULT inv_result{}, bind_r{}, ss;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv_result, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE out = sge(a, 0, 16);
+  ASSERT_EQ(a.ep->SendAndInvalidate(&ss, &out, 1, &desc, 0), ND_SUCCESS);
+  auto ra = results(a.cq, 1, 10000);
+  ASSERT_EQ(ra.size(), 1u);  // retries, then an error: never a hang
+  EXPECT_EQ(ss.Status, ND_TIMEOUT);
+  mw->Release();
+}
+
+TEST_F(Nd, InvalidTokenIsAnInvalidationError) {
+  connect();
+  ND_RESULT inv_result{}, bind_r{}, rr, ss;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv_result, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE in = sge(b, 100000, 64), out = sge(a, 0, 16);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  desc.Token = htobe32(be32toh(desc.Token) ^ 0x3);
+  ASSERT_EQ(a.ep->SendAndInvalidate(&ss, &out, 1, &desc, 0), ND_SUCCESS);
+  auto rb = results(b.cq, 1);
+  ASSERT_EQ(rb.size(), 1u);
+  EXPECT_EQ(rr.Status, ND_INVALIDATION_ERROR);
+  mw->Release();
+}
+
+TEST_F(Nd, BindRules) {
+  connect();
+  ND_RESULT inv_result{}, r{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv_result, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  EXPECT_EQ(b.ep->Bind(&r, b.mr, mw, b.buf.data(), 4096, 0, &desc), ND_INVALID_PARAMETER);  // no rights
+  EXPECT_EQ(b.ep->Bind(&r, b.mr, mw, b.buf.data() + b.buf.size() - 10, 4096, ND_OP_FLAG_ALLOW_READ, &desc),
+            ND_INVALID_PARAMETER);  // runs past the registration
+  std::vector<uint8_t> other(64);
+  EXPECT_EQ(b.ep->Bind(&r, b.mr, mw, other.data(), 64, ND_OP_FLAG_ALLOW_READ, &desc), ND_INVALID_PARAMETER);
+  mw->Release();
+}
+
+TEST_F(Nd, BatchAndFlush) {
+  connect();
+  ND_RESULT rr[4], ss[4];
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  for (auto& r : rr) ASSERT_EQ(b.ep->Receive(&r, &in, 1), ND_SUCCESS);
+  a.ep->StartRequestBatch();
+  for (auto& s : ss) ASSERT_EQ(a.ep->Send(&s, &out, 1, 0), ND_SUCCESS);
+  EXPECT_TRUE(results(b.cq, 1, 100).empty());  // nothing rings before the batch is submitted
+  a.ep->SubmitRequestBatch();
+  EXPECT_EQ(results(b.cq, 4).size(), 4u);
+  EXPECT_EQ(results(a.cq, 4).size(), 4u);
+  // Flush: outstanding receives complete as canceled.
+  ND_RESULT pending[2];
+  for (auto& p : pending) ASSERT_EQ(b.ep->Receive(&p, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(b.ep->Flush(), ND_SUCCESS);
+  auto rb = results(b.cq, 2);
+  ASSERT_EQ(rb.size(), 2u);
+  EXPECT_EQ(pending[0].Status, ND_CANCELED);
+  EXPECT_EQ(pending[1].Status, ND_CANCELED);
+}
+
+}  // namespace
