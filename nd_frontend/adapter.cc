@@ -7,8 +7,10 @@
 #include <unistd.h>
 
 #include <map>
+#include <memory>
 #include <mutex>
 
+#include "nd_frontend/cm_agent.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
@@ -27,14 +29,22 @@ constexpr SIZE_T kMaxCallerData = 56;   ///< REQ private data (92) less rdma_cm'
 constexpr SIZE_T kMaxCalleeData = 196;  ///< REP private data
 constexpr UINT32 kVendorId = 0x4E44;    ///< "ND": ndnic has no PCI vendor
 
+struct Registered {
+  nic::Device* dev;
+  glue::Port* port;
+  std::shared_ptr<CmAgent> cm;  ///< one per device: QP1 is unique; adapters share it
+};
 std::mutex g_registry_mu;
-std::map<uint32_t, std::pair<nic::Device*, glue::Port*>> g_registry;  ///< by IPv4, host order
+std::map<uint32_t, Registered> g_registry;  ///< by IPv4, host order
 
 }  // namespace
 
-void register_adapter(nic::Device* dev, glue::Port* port) {
+bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm) {
+  auto agent = std::make_shared<CmAgent>(*dev, *port, cm ? *cm : CmConfig{});
+  if (!agent->start()) return false;
   std::lock_guard<std::mutex> g(g_registry_mu);
-  g_registry[port->ipv4()] = {dev, port};
+  g_registry[port->ipv4()] = {dev, port, std::move(agent)};
+  return true;
 }
 
 void unregister_adapter(glue::Port* port) {
@@ -42,8 +52,8 @@ void unregister_adapter(glue::Port* port) {
   g_registry.erase(port->ipv4());
 }
 
-NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port)
-    : dev_(dev), port_(port), pd_(dev->alloc_pd()) {
+NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, std::shared_ptr<CmAgent> cm)
+    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(std::move(cm)) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   epoll_event ev{};
@@ -150,6 +160,6 @@ HRESULT NdOpenV1Adapter(const sockaddr* addr, SIZE_T len, INDAdapter** out) {
   std::lock_guard<std::mutex> g(g_registry_mu);
   auto it = g_registry.find(ip);
   if (it == g_registry.end()) return ND_INVALID_ADDRESS;
-  *out = new NdAdapter(it->second.first, it->second.second);
+  *out = new NdAdapter(it->second.dev, it->second.port, it->second.cm);
   return ND_SUCCESS;
 }

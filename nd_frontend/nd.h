@@ -14,9 +14,12 @@ class Port;
 
 namespace ndnic::nd {
 
-/// Makes `dev` reachable through NdOpenV1Adapter at `port`'s IPv4 address. The device must be
-/// polled by worker lcores: ND calls never drive the engine themselves.
-void register_adapter(nic::Device* dev, glue::Port* port);
+struct CmConfig;
+
+/// Makes `dev` reachable through NdOpenV1Adapter at `port`'s IPv4 address and starts its
+/// connection manager on QP1 (rdma_cm's defaults unless `cm` says otherwise). The device must
+/// be polled by worker lcores: ND calls never drive the engine themselves.
+bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm = nullptr);
 void unregister_adapter(glue::Port* port);
 
 }  // namespace ndnic::nd

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@ class Port;
 namespace ndnic::nd {
 
 class NdCq;
+class CmAgent;
 
 /// What ND_MR_HANDLE points at.
 struct MrRecord {
@@ -27,7 +29,7 @@ struct MrRecord {
 
 class NdAdapter final : public Unknown<INDAdapter> {
  public:
-  NdAdapter(nic::Device* dev, glue::Port* port);
+  NdAdapter(nic::Device* dev, glue::Port* port, std::shared_ptr<CmAgent> cm);
   HANDLE GetFileHandle() override { return nullptr; }
   HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
@@ -45,6 +47,7 @@ class NdAdapter final : public Unknown<INDAdapter> {
   nic::Device* dev() const { return dev_; }
   glue::Port* port() const { return port_; }
   uint32_t pd() const { return pd_; }
+  CmAgent* cm() const { return cm_.get(); }
   /// Registers the CQ's event fd with the notifier thread.
   void watch(NdCq* cq);
   void unwatch(NdCq* cq);
@@ -59,6 +62,7 @@ class NdAdapter final : public Unknown<INDAdapter> {
   nic::Device* dev_;
   glue::Port* port_;
   uint32_t pd_;
+  std::shared_ptr<CmAgent> cm_;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread notifier_;

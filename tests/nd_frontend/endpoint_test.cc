@@ -366,4 +366,83 @@ TEST_F(Nd, BatchAndFlush) {
   EXPECT_EQ(pending[1].Status, ND_CANCELED);
 }
 
+TEST_F(Nd, ConnectAcceptDisconnectOverTheWire) {
+  INDListen* listen = nullptr;
+  USHORT assigned = 0;
+  ASSERT_EQ(b.adapter->Listen(0, 0, htons(7000), &assigned, &listen), ND_SUCCESS);
+  EXPECT_EQ(ntohs(assigned), 7000);
+  OVERLAPPED ovr{};
+  ASSERT_EQ(listen->GetConnectionRequest(b.conn, &ovr), ND_PENDING);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(7000);
+  to.sin_addr.s_addr = htonl(b.port.ipv4());
+  const char hello[] = "ND private data";
+  OVERLAPPED ovc{};
+  ASSERT_EQ(a.conn->Connect(a.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, hello, sizeof hello, &ovc),
+            ND_PENDING);
+  SIZE_T bytes;
+  ASSERT_EQ(listen->GetOverlappedResult(&ovr, &bytes, TRUE), ND_SUCCESS);  // the request arrived
+  char got[256];
+  SIZE_T len = 4, in_lim = 0, out_lim = 0;
+  EXPECT_EQ(b.conn->GetConnectionData(&in_lim, &out_lim, got, &len), ND_BUFFER_OVERFLOW);
+  EXPECT_GE(len, sizeof hello);
+  len = sizeof got;
+  ASSERT_EQ(b.conn->GetConnectionData(&in_lim, &out_lim, got, &len), ND_SUCCESS);
+  EXPECT_EQ(0, memcmp(got, hello, sizeof hello));
+  const char reply[] = "accepted";
+  OVERLAPPED ova{};
+  ASSERT_EQ(b.conn->Accept(b.ep, reply, sizeof reply, &ova), ND_PENDING);
+  ASSERT_EQ(a.conn->GetOverlappedResult(&ovc, &bytes, TRUE), ND_SUCCESS);  // the peer accepted
+  len = sizeof got;
+  ASSERT_EQ(a.conn->GetConnectionData(nullptr, nullptr, got, &len), ND_SUCCESS);
+  EXPECT_EQ(0, memcmp(got, reply, sizeof reply));
+  OVERLAPPED ovcc{};
+  ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
+  ASSERT_EQ(a.conn->GetOverlappedResult(&ovcc, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(b.conn->GetOverlappedResult(&ova, &bytes, TRUE), ND_SUCCESS);
+  sockaddr_in peer{};
+  SIZE_T plen = sizeof peer;
+  ASSERT_EQ(b.conn->GetPeerAddress(reinterpret_cast<sockaddr*>(&peer), &plen), ND_SUCCESS);
+  EXPECT_EQ(ntohl(peer.sin_addr.s_addr), a.port.ipv4());
+  plen = sizeof peer;
+  ASSERT_EQ(a.conn->GetLocalAddress(reinterpret_cast<sockaddr*>(&peer), &plen), ND_SUCCESS);
+  EXPECT_EQ(ntohl(peer.sin_addr.s_addr), a.port.ipv4());
+
+  ND_RESULT rr, ss;
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&ss, &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(rr.Status, ND_SUCCESS);
+
+  // A disconnects: B hears of it, and its outstanding receive is canceled.
+  OVERLAPPED ovn{};
+  ASSERT_EQ(b.conn->NotifyDisconnect(&ovn), ND_PENDING);
+  ND_RESULT pending;
+  ASSERT_EQ(b.ep->Receive(&pending, &in, 1), ND_SUCCESS);
+  OVERLAPPED ovd{};
+  const HRESULT hr = a.conn->Disconnect(&ovd);
+  EXPECT_TRUE(hr == ND_PENDING || hr == ND_SUCCESS);
+  ASSERT_EQ(a.conn->GetOverlappedResult(&ovd, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(b.conn->GetOverlappedResult(&ovn, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(pending.Status, ND_CANCELED);
+  listen->Release();
+}
+
+TEST_F(Nd, ConnectWhereNobodyListensIsRefused) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(7001);
+  to.sin_addr.s_addr = htonl(b.port.ipv4());
+  OVERLAPPED ovc{};
+  ASSERT_EQ(a.conn->Connect(a.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &ovc), ND_PENDING);
+  SIZE_T bytes;
+  EXPECT_EQ(a.conn->GetOverlappedResult(&ovc, &bytes, TRUE), ND_CONNECTION_REFUSED);
+  ND_RESULT r;
+  ND_SGE s = sge(a, 0, 8);
+  EXPECT_EQ(a.ep->Send(&r, &s, 1, 0), ND_CONNECTION_INVALID);
+}
+
 }  // namespace

@@ -1,0 +1,359 @@
+// What each CM MAD does to a connection: the IB CM state machine as Linux ib_cm runs it
+// (drivers/infiniband/core/cm.c), the parts a RoCE RC connection uses. Every function here runs
+// with the agent's lock held.
+#include <algorithm>
+
+#include "nd_frontend/cm_agent.h"
+#include "nd_frontend/cm_conn.h"
+
+namespace ndnic::nd {
+namespace cm = wire::cm;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <size_t N>
+std::vector<uint8_t> bytes_of(const std::array<uint8_t, N>& a, size_t from = 0) {
+  return std::vector<uint8_t>(a.begin() + from, a.end());
+}
+
+}  // namespace
+
+void CmAgent::handle(uint32_t src, const cm::CmMad& mad) {
+  const cm::CmMessage& m = mad.msg;
+  if (auto* req = std::get_if<cm::CmReq>(&m)) on_req(src, mad.hdr, *req);
+  else if (auto* rep = std::get_if<cm::CmRep>(&m)) on_rep(src, mad.hdr, *rep);
+  else if (auto* rtu = std::get_if<cm::CmRtu>(&m)) on_rtu(*rtu);
+  else if (auto* rej = std::get_if<cm::CmRej>(&m)) on_rej(*rej);
+  else if (auto* mra = std::get_if<cm::CmMra>(&m)) on_mra(*mra);
+  else if (auto* dreq = std::get_if<cm::CmDreq>(&m)) on_dreq(src, mad.hdr, *dreq);
+  else if (auto* drep = std::get_if<cm::CmDrep>(&m)) on_drep(*drep);
+}
+
+// ---- sending -------------------------------------------------------------------------------
+
+void CmAgent::transmit(CmConn& c, const cm::CmMad& mad) {
+  if (cm::encode_cm_mad(mad, c.sent.data(), c.sent.size()) != cm::CmError::kOk) return;
+  send_raw(c.peer_ipv4, c.sent.data(), c.local_id);
+}
+
+void CmAgent::reply(CmConn& c, const cm::CmMad& mad) {
+  if (cm::encode_cm_mad(mad, c.last_reply.data(), c.last_reply.size()) != cm::CmError::kOk) return;
+  c.has_reply = true;
+  send_raw(c.peer_ipv4, c.last_reply.data(), c.local_id);
+}
+
+void CmAgent::reject_req(uint32_t dest, const cm::MadHeader& h, const cm::CmReq& m, uint16_t reason) {
+  // cm_issue_rej: no connection of ours, so no local comm ID.
+  counters_.rejects_sent++;
+  send(dest, cm_mads::rej(h.tid, 0, m.local_comm_id, cm::kMsgReq, reason), 0);
+}
+
+void CmAgent::reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data) {
+  counters_.rejects_sent++;
+  reply(c, cm_mads::rej(c.tid, c.local_id, c.remote_id, cm::kMsgReq, reason, data));
+  // Kept a while so that a retransmitted REQ (our REJ lost) gets the same answer, not a
+  // second request for the application.
+  enter_timewait(c);
+}
+
+void CmAgent::enter_timewait(CmConn& c) {
+  c.state = CmState::kTimewait;
+  c.retries_left = 0;
+  // Linux waits one ACK timeout; we add one retransmission period so that the peer's last
+  // retransmission still finds us.
+  c.deadline = Clock::now() + std::chrono::milliseconds(cm_mads::to_ms(c.ack_timeout) + c.timeout_ms);
+}
+
+// ---- the application's QP ----------------------------------------------------------------
+
+namespace {
+
+nic::QpAttr qp_attr(const CmConn& c) {
+  nic::QpAttr a;
+  a.remote_qpn = c.peer_qpn;
+  a.rq_psn = c.rq_psn;
+  a.sq_psn = c.sq_psn;
+  a.path_mtu = c.mtu;
+  a.dest_ipv4 = c.peer_ipv4;
+  // Both ends derive the RC flows' UDP source port from the REQ's flow label, as rxe does.
+  a.udp_src_port = cm_mads::udp_sport(c.flow_label);
+  a.retry_cnt = c.retry_count;
+  a.rnr_retry = c.rnr_retry_count;
+  a.timeout = c.ack_timeout;
+  a.max_rd_atomic = c.initiator_depth;
+  a.max_dest_rd_atomic = c.responder_resources;
+  return a;
+}
+
+}  // namespace
+
+bool CmAgent::qp_to_rtr(CmConn& c) {
+  if (c.qp->state() == nic::QpState::kReset && !c.qp->modify(nic::QpState::kInit, {})) return false;
+  return c.qp->state() == nic::QpState::kInit && c.qp->modify(nic::QpState::kRtr, qp_attr(c));
+}
+
+bool CmAgent::qp_to_rts(CmConn& c) {
+  return c.qp->state() == nic::QpState::kRtr && c.qp->modify(nic::QpState::kRts, qp_attr(c));
+}
+
+void CmAgent::qp_to_error(CmConn& c) {
+  if (c.qp) c.qp->modify(nic::QpState::kError, {});
+}
+
+void CmAgent::establish_active(CmConn& c) {
+  if (!qp_to_rts(c)) {
+    // cma_rep_recv failing: the peer hears a consumer REJ, we report the error.
+    counters_.rejects_sent++;
+    send(c.peer_ipv4, cm_mads::rej(c.tid, c.local_id, c.remote_id, cm::kMsgRep, cm::kRejConsumerDefined),
+         c.local_id);
+    qp_to_error(c);
+    fail(c, CmEventKind::kError);
+    return;
+  }
+  c.state = CmState::kEstablished;
+  reply(c, cm_mads::rtu(c));
+  event(c, CmEventKind::kEstablished, 0, c.peer_data);
+}
+
+// ---- passive side: REQ, RTU ----------------------------------------------------------------
+
+void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
+  if (auto it = by_remote_.find({src, m.local_comm_id}); it != by_remote_.end()) {
+    CmConn* c = find(it->second);
+    if (!c) return;
+    switch (c->state) {
+      case CmState::kRepSent:
+      case CmState::kMraRepRcvd:
+        counters_.duplicates++;  // our REP was lost: the same REP again
+        send_raw(c->peer_ipv4, c->sent.data(), c->local_id);
+        break;
+      case CmState::kTimewait:
+        counters_.duplicates++;
+        if (cm::MadHeader last; c->has_reply &&
+            cm::decode_mad_header(c->last_reply.data(), c->last_reply.size(), &last) == cm::CmError::kOk &&
+            last.attr_id == cm::kAttrRej)
+          send_raw(c->peer_ipv4, c->last_reply.data(), c->local_id);  // our REJ again
+        else
+          send(src, cm_mads::rej(h.tid, c->local_id, m.local_comm_id, cm::kMsgReq, cm::kRejStaleConn), 0);
+        break;
+      default:
+        break;  // REQ_RCVD: the application has not answered yet (Linux drops it too)
+    }
+    return;
+  }
+  uint16_t ps = 0, port = 0;
+  if (!cm::parse_rdma_service_id(m.service_id, &ps, &port) || ps != cm::kRdmaPsTcp ||
+      !listeners_.count(port)) {
+    reject_req(src, h, m, cm::kRejInvalidServiceId);  // cm_req_handler: nobody listens
+    return;
+  }
+  cm::CmaHeader cma;
+  if (cm::decode_cma_header(m.private_data.data(), m.private_data.size(), &cma) != cm::CmError::kOk ||
+      cma.ip_version != 4) {
+    reject_req(src, h, m, cm::kRejConsumerDefined);  // rdma_cm refuses what it cannot parse
+    return;
+  }
+  if (m.transport_service_type != 0) {
+    reject_req(src, h, m, cm::kRejInvalidTransportType);  // RC only
+    return;
+  }
+  const uint32_t req_mtu = cm_mads::mtu_bytes(m.path_mtu);
+  if (req_mtu == 0) {
+    reject_req(src, h, m, cm::kRejInvalidMtu);
+    return;
+  }
+  auto conn = std::make_unique<CmConn>();
+  CmConn& c = *conn;
+  c.local_id = new_id();
+  c.remote_id = m.local_comm_id;
+  c.state = CmState::kReqRcvd;
+  c.tid = h.tid;
+  c.local_ipv4 = ipv4_;
+  c.peer_ipv4 = src;
+  c.local_port = port;
+  c.peer_port = cma.port;
+  c.peer_qpn = m.local_qpn;
+  c.sq_psn = m.starting_psn;  // the REQ names the PSN its sender expects: ours to send from
+  c.rq_psn = random32() & 0xFFFFFF;
+  c.mtu = std::min(req_mtu, cfg_.path_mtu);
+  c.flow_label = m.primary.flow_label;
+  c.ack_timeout = m.primary.local_ack_timeout;
+  c.retry_count = m.retry_count;
+  c.rnr_retry_count = m.rnr_retry_count;
+  c.listen_port = port;
+  c.peer_cm_response_timeout = m.local_cm_response_timeout;
+  c.peer_max_cm_retries = m.max_cm_retries;
+  c.peer_data = bytes_of(m.private_data, cm::kCmaHdrLen);
+  CmRequest& r = c.request;
+  r.conn = c.local_id;
+  r.listen_port = port;
+  r.local_ipv4 = cma.dst_ipv4();
+  r.peer_ipv4 = src;
+  r.peer_port = cma.port;
+  r.peer_qpn = m.local_qpn;
+  r.peer_starting_psn = m.starting_psn;
+  r.responder_resources = m.responder_resources;
+  r.initiator_depth = m.initiator_depth;
+  r.path_mtu = c.mtu;
+  r.private_data = c.peer_data;
+  by_remote_[{src, m.local_comm_id}] = c.local_id;
+  Listener& l = listeners_[port];
+  l.queue.push_back(c.local_id);
+  if (l.on_request) pending_.push_back([f = l.on_request, port] { f(port); });
+  conns_[c.local_id] = std::move(conn);
+  requests_cv_.notify_all();
+}
+
+void CmAgent::on_rtu(const cm::CmRtu& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c || c->remote_id != m.local_comm_id) {
+    counters_.bad_mads++;
+    return;
+  }
+  if (c->state != CmState::kRepSent && c->state != CmState::kMraRepRcvd) return;  // a duplicate
+  c->state = CmState::kEstablished;
+  c->deadline = Clock::time_point::max();
+  event(*c, CmEventKind::kEstablished, 0, c->peer_data);
+}
+
+// ---- active side: REP, MRA ---------------------------------------------------------------
+
+void CmAgent::on_rep(uint32_t src, const cm::MadHeader& h, const cm::CmRep& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c || !c->active || c->peer_ipv4 != src) {
+    // cm_rep_handler: a REP for no REQ of ours.
+    counters_.bad_mads++;
+    counters_.rejects_sent++;
+    send(src, cm_mads::rej(h.tid, 0, m.local_comm_id, cm::kMsgRep, cm::kRejInvalidCommId), 0);
+    return;
+  }
+  switch (c->state) {
+    case CmState::kReqSent:
+    case CmState::kMraReqRcvd:
+      break;
+    case CmState::kEstablished:
+      if (c->remote_id == m.local_comm_id && c->has_reply) {
+        counters_.duplicates++;  // our RTU was lost: the same RTU again
+        send_raw(c->peer_ipv4, c->last_reply.data(), c->local_id);
+      }
+      return;
+    default:
+      return;  // REP_RCVD waits for complete_connect(); later states are past it
+  }
+  c->remote_id = m.local_comm_id;
+  by_remote_[{c->peer_ipv4, c->remote_id}] = c->local_id;
+  c->peer_qpn = m.local_qpn;
+  c->sq_psn = m.starting_psn;  // the REP names the PSN the passive side expects: ours to send from
+  c->initiator_depth = std::min(c->initiator_depth, m.responder_resources);
+  c->deadline = Clock::time_point::max();
+  c->peer_data = bytes_of(m.private_data);
+  if (!qp_to_rtr(*c)) {
+    counters_.rejects_sent++;
+    send(c->peer_ipv4, cm_mads::rej(c->tid, c->local_id, c->remote_id, cm::kMsgRep, cm::kRejConsumerDefined),
+         c->local_id);
+    fail(*c, CmEventKind::kError);
+    return;
+  }
+  if (c->defer_rtu) {
+    c->state = CmState::kRepRcvd;
+    event(*c, CmEventKind::kConnectResponse, 0, c->peer_data);
+    return;
+  }
+  establish_active(*c);
+}
+
+void CmAgent::on_mra(const cm::CmMra& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c) return;
+  if (c->state == CmState::kReqSent && m.message_mraed == cm::kMsgReq)
+    c->state = CmState::kMraReqRcvd;
+  else if (c->state == CmState::kRepSent && m.message_mraed == cm::kMsgRep)
+    c->state = CmState::kMraRepRcvd;
+  else
+    return;
+  // The peer needs service_timeout more: wait that long (plus the round trip) before the next try.
+  c->deadline = Clock::now() + std::chrono::milliseconds(cm_mads::to_ms(m.service_timeout) +
+                                                         2 * cm_mads::to_ms(cfg_.packet_life_time));
+}
+
+// ---- either side: REJ, DREQ, DREP --------------------------------------------------------
+
+void CmAgent::on_rej(const cm::CmRej& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c || (m.local_comm_id != 0 && c->remote_id != 0 && m.local_comm_id != c->remote_id)) return;
+  const CmEventKind kind =
+      m.reason == cm::kRejConsumerDefined ? CmEventKind::kRejected : CmEventKind::kRefused;
+  std::vector<uint8_t> data = bytes_of(m.private_data);
+  switch (c->state) {
+    case CmState::kReqSent:
+    case CmState::kMraReqRcvd:
+      fail(*c, kind, m.reason, std::move(data));  // the QP stays in INIT: the app may retry
+      break;
+    case CmState::kRepRcvd:
+    case CmState::kRepSent:
+    case CmState::kMraRepRcvd:
+      qp_to_error(*c);
+      event(*c, kind, m.reason, std::move(data));
+      enter_timewait(*c);
+      break;
+    case CmState::kEstablished:
+      // cm_rej_handler: a REJ to an established connection ends it (e.g. a stale connection).
+      qp_to_error(*c);
+      event(*c, CmEventKind::kDisconnected, m.reason);
+      enter_timewait(*c);
+      break;
+    default:
+      break;
+  }
+}
+
+void CmAgent::on_dreq(uint32_t src, const cm::MadHeader& h, const cm::CmDreq& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c || c->remote_id != m.local_comm_id) {
+    // cm_issue_drep: a DREQ for a connection we do not know still gets its DREP.
+    send(src, cm_mads::drep(h.tid, m.remote_comm_id, m.local_comm_id), 0);
+    return;
+  }
+  switch (c->state) {
+    case CmState::kRepSent:
+    case CmState::kMraRepRcvd:
+    case CmState::kRepRcvd:
+    case CmState::kEstablished:
+      c->state = CmState::kDreqRcvd;
+      qp_to_error(*c);
+      event(*c, CmEventKind::kDisconnected);
+      reply(*c, cm_mads::drep(h.tid, c->local_id, c->remote_id));
+      enter_timewait(*c);
+      break;
+    case CmState::kDreqSent:
+      // Both ends disconnected at once: answer, and ours is done too.
+      reply(*c, cm_mads::drep(h.tid, c->local_id, c->remote_id));
+      event(*c, CmEventKind::kDisconnected);
+      event(*c, CmEventKind::kDisconnectDone);
+      enter_timewait(*c);
+      break;
+    case CmState::kTimewait:
+      counters_.duplicates++;  // our DREP was lost
+      send(src, cm_mads::drep(h.tid, c->local_id, c->remote_id), c->local_id);
+      break;
+    default:
+      break;
+  }
+}
+
+void CmAgent::on_drep(const cm::CmDrep& m) {
+  CmConn* c = find(m.remote_comm_id);
+  if (!c || c->remote_id != m.local_comm_id || c->state != CmState::kDreqSent) return;
+  enter_timewait(*c);
+  event(*c, CmEventKind::kDisconnectDone);
+}
+
+void CmAgent::on_send_error(CmConnId owner) {
+  // A MAD that could not leave: only ARP failing does that, i.e. the address is not there.
+  CmConn* c = find(owner);
+  if (c && (c->state == CmState::kReqSent || c->state == CmState::kMraReqRcvd))
+    fail(*c, CmEventKind::kUnreachable);
+}
+
+}  // namespace ndnic::nd

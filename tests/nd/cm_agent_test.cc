@@ -1,0 +1,605 @@
+// The CM agent end to end: two engines over a net_ring pair, each on a worker lcore, a CM agent
+// per device on its own thread. Connect / accept / reject / disconnect with private data, RC
+// traffic over the connected QPs, lost MADs recovered the way Linux ib_cm recovers them, peers
+// that do not answer, and the MADs on the wire as rdma_cm sends them.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "nd_frontend/cm_agent.h"
+#include "nic/nic.h"
+#include "pmd_glue/pmd_glue.h"
+#include "wire/cm_mad.h"
+#include "wire/headers.h"
+#include "wire/opcode.h"
+#include "wire/packet.h"
+#include "wire/pcap_file.h"
+
+namespace ndnic::nd::testing {
+namespace {
+
+namespace cm = wire::cm;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr uint32_t kIpA = 0xC6124501;       // 198.18.69.1
+constexpr uint32_t kIpB = 0xC6124502;
+constexpr uint32_t kIpNobody = 0xC6124563;  // on the wire, but no host answers ARP for it
+constexpr size_t kBuf = 1 << 16;
+constexpr int kWaitMs = 10000;              // generous: two busy pollers share two CPUs
+
+/// Short CM timers so that lost MADs are retried quickly: 2 * 1 ms + 128 ms per try.
+CmConfig fast_config(uint8_t retries = 4, uint8_t response_timeout = 15) {
+  CmConfig c;
+  c.cm_response_timeout = response_timeout;
+  c.packet_life_time = 8;
+  c.max_cm_retries = retries;
+  c.ack_timeout = 12;  // RC transport timer 16 ms
+  return c;
+}
+
+/// For the tests where nothing is lost: 1 s per try, so a loaded machine does not retransmit.
+CmConfig calm_config() { return fast_config(4, 18); }
+
+std::vector<uint8_t> text(const char* s) { return std::vector<uint8_t>(s, s + std::strlen(s)); }
+
+bool starts_with(const std::vector<uint8_t>& data, const std::vector<uint8_t>& prefix) {
+  return data.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), data.begin());
+}
+
+/// One connection's events, as an ND connector would queue them for its OVERLAPPED requests.
+class Events {
+ public:
+  CmCallback cb() {
+    return [this](const CmEvent& e) {
+      std::lock_guard lk(mu_);
+      evs_.push_back(e);
+      cv_.notify_all();
+    };
+  }
+  /// The first event of this kind, waiting up to ms for it.
+  bool wait(CmEventKind k, CmEvent* out = nullptr, int ms = kWaitMs) {
+    std::unique_lock lk(mu_);
+    const bool got = cv_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return find(k) != nullptr; });
+    if (got && out) *out = *find(k);
+    return got;
+  }
+  std::string kinds() {
+    std::lock_guard lk(mu_);
+    std::string s;
+    for (const CmEvent& e : evs_) s += std::string(cm_event_name(e.kind)) + " ";
+    return s;
+  }
+
+ private:
+  const CmEvent* find(CmEventKind k) const {
+    for (const CmEvent& e : evs_)
+      if (e.kind == k) return &e;
+    return nullptr;
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<CmEvent> evs_;
+};
+
+struct Node {
+  glue::Port port;
+  nic::Device dev;
+  uint32_t pd = 0;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
+  nic::MrKeys mr;
+  nic::Cq* scq = nullptr;
+  nic::Cq* rcq = nullptr;
+  nic::Qp* qp = nullptr;
+  std::unique_ptr<CmAgent> cm;
+  Events ev;
+};
+
+class CmAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static unsigned serial = 0;
+    const std::string name = "cm" + std::to_string(serial++);
+    capture_ = "/tmp/ndnic-cm-" + std::to_string(getpid()) + "-" + name + ".pcap";
+    uint16_t pa, pb;
+    ASSERT_TRUE(glue::make_ring_pair(name, &pa, &pb));
+    unsigned lcore = 1;
+    for (auto [n, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
+      glue::PortConfig pc;
+      pc.device = std::to_string(port);
+      pc.ipv4 = ip;
+      pc.mbufs = 4095;
+      if (n == &a) pc.capture_path = capture_;
+      ASSERT_TRUE(n->port.open(pc)) << n->port.error();
+      nic::DeviceConfig dc;
+      dc.ports = {&n->port};
+      dc.lcores = {lcore++};
+      ASSERT_TRUE(n->dev.open(dc)) << n->dev.error();
+      n->pd = n->dev.alloc_pd();
+      ASSERT_TRUE(n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(),
+                                     nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead,
+                                     &n->mr));
+      n->scq = n->dev.create_cq(256);
+      n->rcq = n->dev.create_cq(256);
+      nic::QpCaps caps;
+      caps.send_cq = n->scq;
+      caps.recv_cq = n->rcq;
+      caps.pd = n->pd;
+      n->qp = n->dev.create_qp(caps);
+      ASSERT_NE(n->qp, nullptr);
+    }
+  }
+
+  void TearDown() override {
+    for (Node* n : {&a, &b}) {
+      n->cm.reset();
+      n->dev.close();
+      n->port.close();
+    }
+    unlink(capture_.c_str());
+  }
+
+  void make_agent(Node& n, CmConfig cfg = calm_config()) {
+    n.cm = std::make_unique<CmAgent>(n.dev, n.port, std::move(cfg));
+  }
+  void start_agents(CmConfig ca = calm_config(), CmConfig cb = calm_config()) {
+    make_agent(a, std::move(ca));
+    make_agent(b, std::move(cb));
+    ASSERT_TRUE(a.cm->start()) << a.cm->error();
+    ASSERT_TRUE(b.cm->start()) << b.cm->error();
+  }
+
+  /// A connects to B, B accepts; both see kEstablished.
+  void establish(CmConnId* ida, CmConnId* idb, bool defer_rtu = false) {
+    const uint16_t port = b.cm->listen(0);
+    ASSERT_NE(port, 0);
+    CmConnectParams p;
+    p.qp = a.qp;
+    p.dest_ipv4 = kIpB;
+    p.dest_port = port;
+    p.defer_rtu = defer_rtu;
+    *ida = a.cm->connect(p, a.ev.cb());
+    ASSERT_NE(*ida, 0u);
+    CmRequest r;
+    ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
+    *idb = r.conn;
+    CmAcceptParams ap;
+    ap.qp = b.qp;
+    ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
+    if (defer_rtu) return;
+    ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
+    ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  }
+
+  bool wait_cq(nic::Cq* cq, nic::Completion* out, int ms = kWaitMs) {
+    const auto end = Clock::now() + std::chrono::milliseconds(ms);
+    while (Clock::now() < end) {
+      if (cq->poll(out, 1) == 1) return true;
+      std::this_thread::sleep_for(100us);
+    }
+    return false;
+  }
+
+  nic::SendWr wr(Node& from, nic::WrOpcode op, uint64_t off, uint32_t len, uint64_t id) {
+    nic::SendWr w{};
+    w.wr_id = id;
+    w.opcode = op;
+    w.flags = nic::kWrSignaled;
+    w.num_sge = 1;
+    w.sge[0] = {reinterpret_cast<uint64_t>(from.buf.data() + off), len, from.mr.lkey};
+    return w;
+  }
+
+  nic::RecvWr recv(Node& on, uint64_t off, uint32_t len, uint64_t id) {
+    nic::RecvWr r{};
+    r.wr_id = id;
+    r.num_sge = 1;
+    r.sge[0] = {reinterpret_cast<uint64_t>(on.buf.data() + off), len, on.mr.lkey};
+    return r;
+  }
+
+  /// A SEND A -> B and an RDMA WRITE B -> A over the connected QPs.
+  void traffic() {
+    for (size_t i = 0; i < 4000; i++) a.buf[i] = uint8_t(i * 7);
+    for (size_t i = 0; i < 3000; i++) b.buf[8192 + i] = uint8_t(i * 13 + 1);
+    ASSERT_TRUE(b.qp->post_recv(recv(b, 32768, 8192, 1)));
+    ASSERT_TRUE(a.qp->post_send(wr(a, nic::WrOpcode::kSend, 0, 4000, 2)));
+    nic::Completion c;
+    ASSERT_TRUE(wait_cq(a.scq, &c));
+    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
+    ASSERT_TRUE(wait_cq(b.rcq, &c));
+    EXPECT_EQ(c.status, nic::WcStatus::kSuccess);
+    EXPECT_EQ(c.byte_len, 4000u);
+    EXPECT_EQ(0, std::memcmp(a.buf.data(), b.buf.data() + 32768, 4000));
+    nic::SendWr w = wr(b, nic::WrOpcode::kWrite, 8192, 3000, 3);
+    w.remote_addr = reinterpret_cast<uint64_t>(a.buf.data() + 16384);
+    w.rkey = a.mr.rkey;
+    ASSERT_TRUE(b.qp->post_send(w));
+    ASSERT_TRUE(wait_cq(b.scq, &c));
+    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
+    EXPECT_EQ(0, std::memcmp(b.buf.data() + 8192, a.buf.data() + 16384, 3000));
+  }
+
+  /// Waits until the QP is in `s` (the agent moves it on its own thread).
+  static bool qp_reaches(nic::Qp* qp, nic::QpState s, int ms = kWaitMs) {
+    const auto end = Clock::now() + std::chrono::milliseconds(ms);
+    while (qp->state() != s)
+      if (Clock::now() > end) return false;
+      else std::this_thread::sleep_for(1ms);
+    return true;
+  }
+
+  Node a, b;
+  std::string capture_;
+};
+
+TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
+  start_agents();
+  const uint16_t port = b.cm->listen(0);
+  ASSERT_NE(port, 0);
+  EXPECT_EQ(b.cm->listen(port), 0) << "one listener per port";
+  const auto hello_a = text("hello from A"), hello_b = text("and hello from B");
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = port;
+  p.private_data = hello_a;
+  p.responder_resources = 3;
+  p.initiator_depth = 2;
+  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  ASSERT_NE(ida, 0u);
+
+  CmRequest r;
+  ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
+  EXPECT_EQ(r.listen_port, port);
+  EXPECT_EQ(r.peer_ipv4, kIpA);
+  EXPECT_EQ(r.local_ipv4, kIpB);
+  EXPECT_GE(r.peer_port, 32768);
+  EXPECT_EQ(r.peer_qpn, a.qp->qpn());
+  EXPECT_EQ(r.responder_resources, 3);
+  EXPECT_EQ(r.initiator_depth, 2);
+  EXPECT_EQ(r.path_mtu, 1024u);
+  EXPECT_EQ(r.private_data.size(), kCmConnectDataLen);
+  EXPECT_TRUE(starts_with(r.private_data, hello_a));
+  EXPECT_EQ(b.cm->state(r.conn), CmState::kReqRcvd);
+
+  CmAcceptParams ap;
+  ap.qp = b.qp;
+  ap.private_data = hello_b;
+  ap.responder_resources = 4;  // clamped to the REQ's initiator depth (2)
+  ap.initiator_depth = 4;      // clamped to the REQ's responder resources (3)
+  ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
+  CmEvent ea, eb;
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished, &ea)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished, &eb)) << b.ev.kinds();
+  EXPECT_EQ(ea.conn, ida);
+  EXPECT_EQ(ea.private_data.size(), kCmAcceptDataLen);
+  EXPECT_TRUE(starts_with(ea.private_data, hello_b));
+  EXPECT_TRUE(starts_with(eb.private_data, hello_a));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(a.cm->peer_private_data(ida, &got));
+  EXPECT_TRUE(starts_with(got, hello_b));
+  EXPECT_EQ(a.cm->state(ida), CmState::kEstablished);
+  EXPECT_EQ(b.cm->state(r.conn), CmState::kEstablished);
+  EXPECT_EQ(a.qp->state(), nic::QpState::kRts);
+  EXPECT_EQ(b.qp->state(), nic::QpState::kRts);
+  traffic();
+
+  // A disconnects: B is told, both QPs end in ERROR, B's posted receive is flushed.
+  ASSERT_TRUE(b.qp->post_recv(recv(b, 0, 64, 77)));
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+  EXPECT_EQ(a.qp->state(), nic::QpState::kError);
+  EXPECT_TRUE(qp_reaches(b.qp, nic::QpState::kError));
+  nic::Completion c;
+  ASSERT_TRUE(wait_cq(b.rcq, &c));
+  EXPECT_EQ(c.wr_id, 77u);
+  EXPECT_EQ(c.status, nic::WcStatus::kWrFlushed);
+}
+
+TEST_F(CmAgentTest, DisconnectFromThePassiveSide) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  ASSERT_TRUE(b.cm->disconnect(idb));
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnectDone)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnected)) << a.ev.kinds();
+  EXPECT_EQ(b.qp->state(), nic::QpState::kError);
+  EXPECT_TRUE(qp_reaches(a.qp, nic::QpState::kError));
+  // A disconnecting afterwards (ND Disconnect after NotifyDisconnect) completes at once.
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  EXPECT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  // TIMEWAIT ends and the connections are forgotten.
+  const auto end = Clock::now() + 5s;
+  while ((a.cm->state(ida) != CmState::kIdle || b.cm->state(idb) != CmState::kIdle) && Clock::now() < end)
+    std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(a.cm->state(ida), CmState::kIdle);
+  EXPECT_EQ(b.cm->state(idb), CmState::kIdle);
+}
+
+TEST_F(CmAgentTest, NobodyListeningIsRefusedWithInvalidServiceId) {
+  start_agents();
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = 4242;
+  ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
+  CmEvent e;
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kRefused, &e)) << a.ev.kinds();
+  EXPECT_EQ(e.reject_reason, cm::kRejInvalidServiceId);
+  EXPECT_EQ(a.qp->state(), nic::QpState::kInit) << "left for another try";
+  EXPECT_EQ(b.cm->counters().rejects_sent, 1u);
+}
+
+TEST_F(CmAgentTest, ConsumerRejectCarriesPrivateData) {
+  start_agents();
+  const uint16_t port = b.cm->listen(7174);
+  ASSERT_EQ(port, 7174);
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = port;
+  ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
+  CmRequest r;
+  ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
+  const auto why = text("go away");
+  ASSERT_TRUE(b.cm->reject(r.conn, why));
+  CmAcceptParams ap;
+  ap.qp = b.qp;
+  EXPECT_FALSE(b.cm->accept(r.conn, ap, {})) << "already answered";
+  CmEvent e;
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kRejected, &e)) << a.ev.kinds();
+  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
+  EXPECT_EQ(e.private_data.size(), kCmRejectDataLen);
+  EXPECT_TRUE(starts_with(e.private_data, why));
+  EXPECT_FALSE(b.cm->get_request(port, &r, 0)) << "no second request";
+}
+
+TEST_F(CmAgentTest, LostReqIsRetransmitted) {
+  // B's agent is not up when the first REQ arrives: it reaches B's engine, finds no QP1 and is
+  // dropped there, a real loss on the wire. A's retransmission then finds the agent.
+  make_agent(a, fast_config(8));
+  make_agent(b, fast_config(8));
+  ASSERT_TRUE(a.cm->start());
+  ASSERT_EQ(b.cm->listen(7174), 7174);
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = 7174;
+  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  ASSERT_NE(ida, 0u);
+  const auto end = Clock::now() + 5s;
+  while (b.dev.counters().unknown_qp == 0 && Clock::now() < end) std::this_thread::sleep_for(1ms);
+  ASSERT_GT(b.dev.counters().unknown_qp, 0u) << "the first REQ never reached B";
+  ASSERT_TRUE(b.cm->start());
+  CmRequest r;
+  ASSERT_TRUE(b.cm->get_request(7174, &r, kWaitMs));
+  CmAcceptParams ap;
+  ap.qp = b.qp;
+  ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  EXPECT_GE(a.cm->counters().retransmits, 1u);
+  traffic();
+}
+
+TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
+  // B loses its first REP, A its first RTU. A's REQ retry meets B in REP_SENT: the REP again.
+  // B's REP retry meets A in ESTABLISHED: the RTU again (Linux cm_dup_rep_handler).
+  std::atomic<int> reps{0}, rtus{0};
+  CmConfig ca = fast_config(8), cb = fast_config(8);
+  ca.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRtu && rtus++ == 0; };
+  cb.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRep && reps++ == 0; };
+  start_agents(std::move(ca), std::move(cb));
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  EXPECT_EQ(a.cm->counters().dropped_tx, 1u);
+  EXPECT_EQ(b.cm->counters().dropped_tx, 1u);
+  EXPECT_GE(a.cm->counters().duplicates, 1u) << "RTU resent for a duplicate REP";
+  EXPECT_GE(rtus.load(), 2);
+  EXPECT_GE(reps.load(), 2);
+  traffic();
+}
+
+TEST_F(CmAgentTest, LostDrepIsAnsweredAgainFromTimewait) {
+  std::atomic<int> dreps{0};
+  CmConfig cb = fast_config(8);
+  cb.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrDrep && dreps++ == 0; };
+  start_agents(fast_config(8), std::move(cb));
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  EXPECT_GE(a.cm->counters().retransmits, 1u) << "the DREQ again";
+  EXPECT_GE(b.cm->counters().duplicates, 1u) << "the DREP again, from TIMEWAIT";
+}
+
+TEST_F(CmAgentTest, DeferredRtuForNdCompleteConnect) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb, /*defer_rtu=*/true);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  EXPECT_EQ(a.cm->state(ida), CmState::kRepRcvd);
+  EXPECT_EQ(a.qp->state(), nic::QpState::kRtr);
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, nullptr, 50)) << "no RTU yet";
+  ASSERT_TRUE(a.cm->complete_connect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  traffic();
+}
+
+TEST_F(CmAgentTest, PeerWithoutCmTimesOut) {
+  // B's engine runs but has no QP1: every REQ is dropped there.
+  make_agent(a, fast_config(2));
+  ASSERT_TRUE(a.cm->start());
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = 7174;
+  const auto t0 = Clock::now();
+  ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kTimeout)) << a.ev.kinds();
+  const auto took = Clock::now() - t0;
+  // Three tries of 2 * 1 ms + 128 ms each.
+  EXPECT_GE(took, 390ms);
+  EXPECT_LT(took, 3s);
+  EXPECT_EQ(a.cm->counters().retransmits, 2u);
+  EXPECT_EQ(a.cm->counters().mads_sent, 3u);
+}
+
+TEST_F(CmAgentTest, AddressThatDoesNotAnswerIsUnreachable) {
+  make_agent(a, fast_config(15));
+  ASSERT_TRUE(a.cm->start());
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpNobody;
+  p.dest_port = 7174;
+  const auto t0 = Clock::now();
+  ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kUnreachable)) << a.ev.kinds();
+  EXPECT_LT(Clock::now() - t0, 5s) << "ARP gives up after 5 x 200 ms";
+}
+
+TEST_F(CmAgentTest, PeerThatVanishesStillEndsTheDisconnect) {
+  start_agents(fast_config(2), fast_config(2));
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  b.cm->stop();  // B's host is gone as far as the CM goes
+  const auto t0 = Clock::now();
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  EXPECT_GE(Clock::now() - t0, 390ms) << "after the DREQ's retries";
+  EXPECT_EQ(a.qp->state(), nic::QpState::kError);
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, nullptr, 0));
+}
+
+// ---- on the wire --------------------------------------------------------------------------
+
+struct WireMad {
+  bool from_a;
+  cm::CmMad mad;
+};
+
+TEST_F(CmAgentTest, MadsOnTheWireAreRdmaCms) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  traffic();
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone));
+  const uint32_t qpn_a = a.qp->qpn(), qpn_b = b.qp->qpn();
+  a.cm.reset();
+  a.dev.close();
+  a.port.close();  // flushes the capture
+
+  wire::PcapReader reader;
+  ASSERT_TRUE(reader.open(capture_)) << reader.error();
+  std::vector<WireMad> mads;
+  std::vector<wire::RocePacket> rc;
+  std::vector<std::vector<uint8_t>> frames;
+  for (const auto& rec : reader.records()) frames.push_back(rec.data);
+  for (const auto& f : frames) {
+    wire::RocePacket p;
+    if (wire::decode_frame(f.data(), f.size(), &p) != wire::Reject::kOk) continue;
+    if (p.bth.opcode != wire::kUdSendOnly) {
+      rc.push_back(p);
+      continue;
+    }
+    EXPECT_EQ(p.bth.dest_qp, cm::kGsiQpn);
+    EXPECT_EQ(p.deth.src_qp, cm::kGsiQpn);
+    EXPECT_EQ(p.deth.qkey, cm::kGsiQkey);
+    WireMad m{p.ip4.src == kIpA, {}};
+    ASSERT_EQ(cm::decode_cm_mad(p.payload, p.payload_len, &m.mad), cm::CmError::kOk);
+    // A slow machine may retransmit; the copies are byte-identical, keep the first.
+    if (std::none_of(mads.begin(), mads.end(), [&](const WireMad& w) { return w.mad.hdr.attr_id == m.mad.hdr.attr_id; }))
+      mads.push_back(m);
+  }
+  // As in rping's cm.pcap: REQ, REP, RTU, DREQ, DREP, one TID.
+  ASSERT_EQ(mads.size(), 5u);
+  const uint16_t order[] = {cm::kAttrReq, cm::kAttrRep, cm::kAttrRtu, cm::kAttrDreq, cm::kAttrDrep};
+  const bool from_a[] = {true, false, true, true, false};
+  for (size_t i = 0; i < 5; i++) {
+    EXPECT_EQ(mads[i].mad.hdr.attr_id, order[i]) << i;
+    EXPECT_EQ(mads[i].from_a, from_a[i]) << i;
+    EXPECT_EQ(mads[i].mad.hdr.method, cm::kMethodSend);
+    EXPECT_EQ(mads[i].mad.hdr.tid, mads[0].mad.hdr.tid);
+  }
+  const auto& req = std::get<cm::CmReq>(mads[0].mad.msg);
+  const auto& rep = std::get<cm::CmRep>(mads[1].mad.msg);
+  const auto& rtu = std::get<cm::CmRtu>(mads[2].mad.msg);
+  const auto& dreq = std::get<cm::CmDreq>(mads[3].mad.msg);
+  const auto& drep = std::get<cm::CmDrep>(mads[4].mad.msg);
+
+  uint16_t ps = 0, port = 0;
+  ASSERT_TRUE(cm::parse_rdma_service_id(req.service_id, &ps, &port));
+  EXPECT_EQ(ps, cm::kRdmaPsTcp);
+  EXPECT_EQ(req.service_id, cm::rdma_tcp_service_id(port));
+  EXPECT_EQ(req.local_qpn, qpn_a);
+  EXPECT_EQ(req.transport_service_type, 0);
+  EXPECT_EQ(req.pkey, 0xFFFF);
+  EXPECT_EQ(req.path_mtu, 3);
+  EXPECT_EQ(req.retry_count, 7);
+  EXPECT_EQ(req.rnr_retry_count, 7);
+  EXPECT_EQ(req.max_cm_retries, 4);
+  EXPECT_EQ(req.remote_cm_response_timeout, 18);
+  EXPECT_EQ(req.local_cm_response_timeout, 18);
+  EXPECT_EQ(req.primary.local_lid, 0xFFFF);
+  EXPECT_EQ(req.primary.remote_lid, 0xFFFF);
+  EXPECT_EQ(req.primary.hop_limit, 64);
+  cm::Gid ga{}, gb{};
+  ga[10] = ga[11] = gb[10] = gb[11] = 0xFF;
+  wire::store_be32(ga.data() + 12, kIpA);
+  wire::store_be32(gb.data() + 12, kIpB);
+  EXPECT_EQ(req.primary.local_gid, ga);
+  EXPECT_EQ(req.primary.remote_gid, gb);
+  cm::CmaHeader cma;
+  ASSERT_EQ(cm::decode_cma_header(req.private_data.data(), req.private_data.size(), &cma), cm::CmError::kOk);
+  EXPECT_EQ(cma.version, 0);
+  EXPECT_EQ(cma.ip_version, 4);
+  EXPECT_EQ(cma.src_ipv4(), kIpA);
+  EXPECT_EQ(cma.dst_ipv4(), kIpB);
+  const uint32_t fl = req.primary.flow_label;
+  EXPECT_EQ(fl, (uint32_t(cma.port) * 31 + port) & 0xFFFFF) << "rdma_cm's flow label";
+
+  EXPECT_EQ(rep.remote_comm_id, req.local_comm_id);
+  EXPECT_EQ(rep.local_qpn, qpn_b);
+  EXPECT_EQ(rtu.local_comm_id, req.local_comm_id);
+  EXPECT_EQ(rtu.remote_comm_id, rep.local_comm_id);
+  EXPECT_EQ(dreq.local_comm_id, req.local_comm_id);
+  EXPECT_EQ(dreq.remote_comm_id, rep.local_comm_id);
+  EXPECT_EQ(dreq.remote_qpn_eecn, qpn_b);
+  EXPECT_EQ(drep.local_comm_id, rep.local_comm_id);
+  EXPECT_EQ(drep.remote_comm_id, req.local_comm_id);
+
+  // The RC traffic follows what the MADs said: each side sends from the PSN the other side's
+  // message named, with the UDP source port the flow label gives (both directions).
+  const uint16_t sport = uint16_t(0xC000 | ((fl & 0x3FFF) ^ (fl >> 14)));
+  std::optional<uint32_t> first_a, first_b;
+  ASSERT_FALSE(rc.empty());
+  for (const wire::RocePacket& p : rc) {
+    EXPECT_EQ(p.udp.src_port, sport);
+    EXPECT_EQ(p.bth.dest_qp, p.ip4.src == kIpA ? qpn_b : qpn_a);
+    const wire::OpKind k = wire::opcode_info(p.bth.opcode).kind;
+    if (k != wire::OpKind::kSend && k != wire::OpKind::kWrite) continue;
+    auto& first = p.ip4.src == kIpA ? first_a : first_b;
+    if (!first) first = p.bth.psn;
+  }
+  ASSERT_TRUE(first_a && first_b);
+  EXPECT_EQ(*first_a, rep.starting_psn) << "A sends from the REP's starting PSN";
+  EXPECT_EQ(*first_b, req.starting_psn) << "B sends from the REQ's starting PSN";
+}
+
+}  // namespace
+}  // namespace ndnic::nd::testing
