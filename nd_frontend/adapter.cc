@@ -32,7 +32,10 @@ constexpr UINT32 kVendorId = 0x4E44;    ///< "ND": ndnic has no PCI vendor
 struct Registered {
   nic::Device* dev;
   glue::Port* port;
-  std::shared_ptr<CmAgent> cm;  ///< one per device: QP1 is unique; adapters share it
+  /// One per device (QP1 is unique), shared by its adapters. Owned here, not by the adapters:
+  /// an adapter's last reference may go on the agent's own thread (a connector's callback),
+  /// and the agent must never be destroyed there (it would join itself).
+  std::unique_ptr<CmAgent> cm;
 };
 std::mutex g_registry_mu;
 std::map<uint32_t, Registered> g_registry;  ///< by IPv4, host order
@@ -40,7 +43,7 @@ std::map<uint32_t, Registered> g_registry;  ///< by IPv4, host order
 }  // namespace
 
 bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm) {
-  auto agent = std::make_shared<CmAgent>(*dev, *port, cm ? *cm : CmConfig{});
+  auto agent = std::make_unique<CmAgent>(*dev, *port, cm ? *cm : CmConfig{});
   if (!agent->start()) return false;
   std::lock_guard<std::mutex> g(g_registry_mu);
   g_registry[port->ipv4()] = {dev, port, std::move(agent)};
@@ -48,12 +51,19 @@ bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm) {
 }
 
 void unregister_adapter(glue::Port* port) {
-  std::lock_guard<std::mutex> g(g_registry_mu);
-  g_registry.erase(port->ipv4());
+  std::unique_ptr<CmAgent> agent;
+  {
+    std::lock_guard<std::mutex> g(g_registry_mu);
+    auto it = g_registry.find(port->ipv4());
+    if (it == g_registry.end()) return;
+    agent = std::move(it->second.cm);
+    g_registry.erase(it);
+  }
+  agent.reset();  // waits for a callback in flight; outside the registry lock
 }
 
-NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, std::shared_ptr<CmAgent> cm)
-    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(std::move(cm)) {
+NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm)
+    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   epoll_event ev{};
@@ -160,6 +170,6 @@ HRESULT NdOpenV1Adapter(const sockaddr* addr, SIZE_T len, INDAdapter** out) {
   std::lock_guard<std::mutex> g(g_registry_mu);
   auto it = g_registry.find(ip);
   if (it == g_registry.end()) return ND_INVALID_ADDRESS;
-  *out = new NdAdapter(it->second.dev, it->second.port, it->second.cm);
+  *out = new NdAdapter(it->second.dev, it->second.port, it->second.cm.get());
   return ND_SUCCESS;
 }

@@ -20,6 +20,7 @@ struct CmConfig;
 /// connection manager on QP1 (rdma_cm's defaults unless `cm` says otherwise). The device must
 /// be polled by worker lcores: ND calls never drive the engine themselves.
 bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm = nullptr);
+/// Stops the device's connection manager; every adapter opened on it must be released first.
 void unregister_adapter(glue::Port* port);
 
 }  // namespace ndnic::nd

@@ -29,7 +29,7 @@ struct MrRecord {
 
 class NdAdapter final : public Unknown<INDAdapter> {
  public:
-  NdAdapter(nic::Device* dev, glue::Port* port, std::shared_ptr<CmAgent> cm);
+  NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm);
   HANDLE GetFileHandle() override { return nullptr; }
   HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
@@ -47,7 +47,7 @@ class NdAdapter final : public Unknown<INDAdapter> {
   nic::Device* dev() const { return dev_; }
   glue::Port* port() const { return port_; }
   uint32_t pd() const { return pd_; }
-  CmAgent* cm() const { return cm_.get(); }
+  CmAgent* cm() const { return cm_; }
   /// Registers the CQ's event fd with the notifier thread.
   void watch(NdCq* cq);
   void unwatch(NdCq* cq);
@@ -62,7 +62,7 @@ class NdAdapter final : public Unknown<INDAdapter> {
   nic::Device* dev_;
   glue::Port* port_;
   uint32_t pd_;
-  std::shared_ptr<CmAgent> cm_;
+  CmAgent* cm_;  ///< owned by the adapter registry (nd.h): adapters go before unregister_adapter
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread notifier_;
