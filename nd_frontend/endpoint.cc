@@ -100,24 +100,24 @@ HRESULT NdEndpoint::SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n,
   return post(wr, r, sgl, n, flags, false);
 }
 
-HRESULT NdEndpoint::Read(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+HRESULT NdEndpoint::rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                          ULONGLONG offset, DWORD flags) {
   if (!mw) return ND_INVALID_PARAMETER;
   nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kRead;
-  wr.remote_addr = be64toh(mw->Base) + offset;
+  wr.opcode = op;
+  wr.remote_addr = be64toh(mw->Base) + offset;  // the descriptor is in network order
   wr.rkey = be32toh(mw->Token);
   return post(wr, r, sgl, n, flags, true);
 }
 
+HRESULT NdEndpoint::Read(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                         ULONGLONG offset, DWORD flags) {
+  return rdma(nic::WrOpcode::kRead, r, sgl, n, mw, offset, flags);
+}
+
 HRESULT NdEndpoint::Write(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                           ULONGLONG offset, DWORD flags) {
-  if (!mw) return ND_INVALID_PARAMETER;
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kWrite;
-  wr.remote_addr = be64toh(mw->Base) + offset;
-  wr.rkey = be32toh(mw->Token);
-  return post(wr, r, sgl, n, flags, true);
+  return rdma(nic::WrOpcode::kWrite, r, sgl, n, mw, offset, flags);
 }
 
 HRESULT NdEndpoint::Receive(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n) {

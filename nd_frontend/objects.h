@@ -149,6 +149,8 @@ class NdEndpoint final : public Unknown<INDEndpoint> {
   bool implements(REFIID riid) const override { return riid == IID_INDEndpoint; }
 
  private:
+  HRESULT rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+               ULONGLONG offset, DWORD flags);
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma);
   HRESULT fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
 

@@ -119,6 +119,8 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m);
 unsigned requester_run(Shard& s, Qp::Impl& qp);
 /// req.cc: FETCH, ring -> SQ with the local key checks (the UD requester shares it).
 void requester_fetch(Shard& s, Qp::Impl& qp);
+/// FETCH, then whether the QP may send (RTS); a QP in ERROR has its queues flushed.
+bool requester_ready(Shard& s, Qp::Impl& qp);
 /// ud.cc: UD SEND ONLY datagrams, out (one per work request, no ACKs) and in.
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);

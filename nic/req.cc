@@ -218,14 +218,15 @@ void rewind(Qp::Impl& qp) {
 
 }  // namespace
 
-unsigned requester_run(Shard& s, Qp::Impl& qp) {
+bool requester_ready(Shard& s, Qp::Impl& qp) {
   requester_fetch(s, qp);
   const QpState st = qp.state.load(std::memory_order_relaxed);
-  if (st == QpState::kError) {
-    qp_flush(s, qp);
-    return 0;
-  }
-  if (st != QpState::kRts) return 0;
+  if (st == QpState::kError) qp_flush(s, qp);  // posts to a QP in ERROR complete as flushed
+  return st == QpState::kRts;
+}
+
+unsigned requester_run(Shard& s, Qp::Impl& qp) {
+  if (!requester_ready(s, qp)) return 0;
   if (qp.comp.rnr_tsc) return 0;  // waiting out an RNR NAK
   ReqState& r = qp.req;
   if (qp.comp.retry_pending) {

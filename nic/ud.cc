@@ -82,13 +82,7 @@ WcStatus scatter(Shard& s, const Qp::Impl& qp, const RecvWr& rw, const uint8_t* 
 }  // namespace
 
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp) {
-  requester_fetch(s, qp);
-  const QpState st = qp.state.load(std::memory_order_relaxed);
-  if (st == QpState::kError) {
-    qp_flush(s, qp);
-    return 0;
-  }
-  if (st != QpState::kRts) return 0;
+  if (!requester_ready(s, qp)) return 0;
   ReqState& r = qp.req;
   unsigned done = 0;
   while (done < kSendBudget && r.next != r.tail && s.tx_room()) {
