@@ -22,7 +22,7 @@ class NeighbourTable {
     State state = State::kPending;
     rte_ether_addr mac{};
     uint32_t requests = 0;        ///< ARP requests sent in the current attempt
-    uint64_t deadline_tsc = 0;    ///< when a pending entry sends its next request or fails
+    uint64_t deadline_tsc = 0;    ///< pending: next request or failure; failed: end of the hold
   };
 
   NeighbourTable() = default;

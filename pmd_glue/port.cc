@@ -363,6 +363,7 @@ void Port::run_timers() {
     if (now >= e.deadline_tsc) {
       if (e.requests >= config_.arp_retries) {
         e.state = NeighbourTable::State::kFailed;
+        e.deadline_tsc = now + interval;  // failed for one interval, then asked for afresh
         return;
       }
       send_arp(RTE_ARP_OP_REQUEST, rte_ether_addr{}, e.ipv4);
@@ -382,7 +383,12 @@ Resolve Port::resolve(uint32_t ipv4, rte_ether_addr* mac) {
       *mac = e->mac;
       return Resolve::kResolved;
     case NeighbourTable::State::kFailed:
-      return Resolve::kFailed;
+      // A peer that did not answer may have come up since (a host booting, a link back): after
+      // a short hold, a new demand starts a new round of requests, as a kernel's FAILED entry.
+      if (rte_rdtsc() < e->deadline_tsc) return Resolve::kFailed;
+      e->state = NeighbourTable::State::kPending;
+      e->requests = 0;
+      break;
     case NeighbourTable::State::kPending:
       break;
   }

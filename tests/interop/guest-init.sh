@@ -17,7 +17,7 @@ for x in $(cat /proc/cmdline); do
     rxe.cmd=*) CMD=${x#rxe.cmd=} ;;
   esac
 done
-for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs; do
+for m in virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm; do
   modprobe $m || echo "[init] modprobe $m failed"
 done
 n=0
