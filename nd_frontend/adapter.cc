@@ -20,7 +20,6 @@ namespace ndnic::nd {
 namespace {
 
 constexpr SIZE_T kMaxQueueEntries = 4096;
-constexpr SIZE_T kMaxCqEntries = 65535;
 constexpr SIZE_T kMaxReadLimit = 16;
 constexpr SIZE_T kMaxLength = nic::kMaxMessage;
 constexpr SIZE_T kMaxRegistration = SIZE_T(1) << 40;

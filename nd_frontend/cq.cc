@@ -1,7 +1,10 @@
 // INDCompletionQueue over a nic::Cq. Results are the caller's own ND_RESULTs (the work
 // request's wr_id); a window's remote invalidation arrives as its own result, before the
 // receive it came with.
+#include <endian.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
@@ -26,8 +29,10 @@ HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
 }
 
 HRESULT NdCq::Resize(SIZE_T entries) {
-  if (entries == 0) return ND_INVALID_PARAMETER;
-  return cq_->resize(uint32_t(entries)) ? ND_SUCCESS : ND_INSUFFICIENT_RESOURCES;
+  if (entries == 0 || entries > kMaxCqEntries) return ND_INVALID_PARAMETER;
+  if (entries < cq_->queued()) return ND_BUFFER_OVERFLOW;  // results waiting would not fit
+  if (cq_->resize(uint32_t(entries))) return ND_SUCCESS;
+  return entries >= cq_->queued() ? ND_INSUFFICIENT_RESOURCES : ND_BUFFER_OVERFLOW;  // raced new results
 }
 
 HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
@@ -43,6 +48,20 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
     cq_->arm_errors();
   else
     cq_->arm(type == ND_CQ_NOTIFY_SOLICITED);
+  // Results already waiting (a Flush's, say) satisfy a Notify for any result at once: the
+  // engine only signals results that arrive after the arm.
+  if (type == ND_CQ_NOTIFY_ANY && cq_->queued() > 0) {
+    bool mine = false;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      auto it = std::find(waiting_.begin(), waiting_.end(), ov);
+      if (it != waiting_.end()) {
+        waiting_.erase(it);
+        mine = true;
+      }
+    }
+    if (mine) overlapped_complete(ov, ND_SUCCESS);
+  }
   return ND_PENDING;
 }
 
@@ -74,7 +93,20 @@ SIZE_T NdCq::GetResults(ND_RESULT* results[], SIZE_T n) {
     const unsigned want = unsigned(std::min<SIZE_T>(n - got, 64));
     const unsigned k = cq_->poll(c, want);
     for (unsigned i = 0; i < k; i++) {
-      auto* r = reinterpret_cast<ND_RESULT*>(c[i].wr_id);
+      auto* r = reinterpret_cast<ND_RESULT*>(c[i].wr_id & ~kExtResultTag);
+      if (c[i].wr_id & kExtResultTag) {
+        auto* x = static_cast<NDNIC_RESULT*>(r);
+        x->Flags = 0;
+        if (c[i].flags & nic::kWcWithImm) {
+          x->Flags |= NDNIC_RESULT_IMMEDIATE;
+          x->ImmediateData = c[i].imm_or_inv;
+        }
+        if (c[i].flags & nic::kWcWithInv) {
+          x->Flags |= NDNIC_RESULT_INVALIDATED;
+          x->InvalidatedToken = htobe32(c[i].imm_or_inv);
+        }
+        if (c[i].opcode == nic::WcOpcode::kRecvWriteImm) x->Flags |= NDNIC_RESULT_WRITE;
+      }
       r->Status = nd_status(c[i]);
       r->BytesTransferred = c[i].opcode == nic::WcOpcode::kRemoteInvalidate ? 0 : c[i].byte_len;
       results[got++] = r;

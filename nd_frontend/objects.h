@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "nd_frontend/ndnic_ext.h"
 #include "nd_frontend/ndspi.h"
 #include "nd_frontend/unknown.h"
 #include "nic/nic.h"
@@ -19,6 +20,13 @@ namespace ndnic::nd {
 
 class NdCq;
 class CmAgent;
+
+/// Largest CQ (Query's MaxCqEntries): CreateCompletionQueue and Resize check against it.
+constexpr SIZE_T kMaxCqEntries = 65535;
+
+/// A receive posted through ReceiveExt carries this bit in its work request id (ND_RESULTs
+/// are 8-byte aligned): GetResults then fills the NDNIC_RESULT's extra fields.
+constexpr uint64_t kExtResultTag = 1;
 
 /// What ND_MR_HANDLE points at.
 struct MrRecord {
@@ -122,7 +130,7 @@ struct EndpointLimits {
   SIZE_T inbound_read_limit, outbound_read_limit;
 };
 
-class NdEndpoint final : public Unknown<INDEndpoint> {
+class NdEndpoint final : public Unknown<INDEndpointExt> {
  public:
   NdEndpoint(NdAdapter* adapter, nic::Qp* qp, NdCq* in, NdCq* out, const EndpointLimits& lim);
   HRESULT Flush() override;
@@ -139,6 +147,15 @@ class NdEndpoint final : public Unknown<INDEndpoint> {
                DWORD flags) override;
   HRESULT Write(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
                 DWORD flags) override;
+  // INDEndpointExt
+  HRESULT SendWithImmediate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, UINT32 imm, DWORD flags) override;
+  HRESULT WriteWithImmediate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
+                             ULONGLONG offset, UINT32 imm, DWORD flags) override;
+  HRESULT CompareAndSwap(ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
+                         UINT64 compare, UINT64 swap, DWORD flags) override;
+  HRESULT FetchAndAdd(ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset, UINT64 add,
+                      DWORD flags) override;
+  HRESULT ReceiveExt(NDNIC_RESULT* r, const ND_SGE* sgl, SIZE_T n) override;
 
   nic::Qp* qp() const { return qp_; }
   NdAdapter* adapter() const { return adapter_; }
@@ -146,13 +163,16 @@ class NdEndpoint final : public Unknown<INDEndpoint> {
 
  protected:
   ~NdEndpoint() override;
-  bool implements(REFIID riid) const override { return riid == IID_INDEndpoint; }
+  bool implements(REFIID riid) const override { return riid == IID_INDEndpoint || riid == IID_INDEndpointExt; }
 
  private:
   HRESULT rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                ULONGLONG offset, DWORD flags);
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma);
   HRESULT fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
+  HRESULT receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n);
+  HRESULT atomic(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
+                 DWORD flags);
 
   NdAdapter* adapter_;
   nic::Qp* qp_;

@@ -12,7 +12,9 @@ HRESULT nd_status(const nic::Completion& c) {
       return receive ? ND_BUFFER_OVERFLOW : ND_LOCAL_LENGTH;
     case WcStatus::kLocalProtection:
     case WcStatus::kMwBind:
-      return ND_ACCESS_VIOLATION;
+      // The ND_RESULT page: an Invalidate of a window that is not valid is an invalidation
+      // error; SGEs or a Bind over memory that is not valid, an access violation.
+      return c.opcode == nic::WcOpcode::kLocalInv ? ND_INVALIDATION_ERROR : ND_ACCESS_VIOLATION;
     case WcStatus::kLocalQpOperation:
       return ND_INVALID_REQUEST;
     case WcStatus::kWrFlushed:  // canceled by an earlier failure or a Flush

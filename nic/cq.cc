@@ -5,33 +5,47 @@
 #include <string>
 
 #include <rte_ring.h>
+#include <rte_rcu_qsbr.h>
 #include <rte_ring_elem.h>
 
 #include "nic/cq_impl.h"
 
 namespace ndnic::nic {
 
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial) {
+namespace {
+
+// rte_ring holds count - 1 entries; round up so the caller gets at least `entries`.
+rte_ring* make_ring(Cq::Impl* cq, uint32_t entries) {
+  const std::string name = cq->name + "_" + std::to_string(cq->generation++);
+  return rte_ring_create_elem(name.c_str(), sizeof(Completion), rte_align32pow2(entries + 1), SOCKET_ID_ANY,
+                              RING_F_SC_DEQ);
+}
+
+}  // namespace
+
+bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr) {
   if (entries == 0) return false;
-  const std::string name = "ndnic_cq_" + std::to_string(serial);
-  // rte_ring holds count - 1 entries; round up so the caller gets at least `entries`.
-  cq->ring = rte_ring_create_elem(name.c_str(), sizeof(Completion), rte_align32pow2(entries + 1),
-                                  SOCKET_ID_ANY, RING_F_SC_DEQ);
-  if (!cq->ring) return false;
-  cq->capacity = rte_ring_get_capacity(cq->ring);
+  cq->name = "ndnic_cq_" + std::to_string(serial);
+  cq->qsbr = qsbr;
+  rte_ring* r = make_ring(cq, entries);
+  if (!r) return false;
+  cq->ring.store(r, std::memory_order_release);
+  cq->capacity = rte_ring_get_capacity(r);
   cq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   return cq->efd >= 0;
 }
 
 void cq_destroy(Cq::Impl* cq) {
-  if (cq->ring) rte_ring_free(cq->ring);
+  if (rte_ring* r = cq->ring.exchange(nullptr)) rte_ring_free(r);
+  for (auto& [r, token] : cq->old_rings) rte_ring_free(r);
+  cq->old_rings.clear();
   if (cq->efd >= 0) close(cq->efd);
-  cq->ring = nullptr;
   cq->efd = -1;
 }
 
 void Cq::Impl::push(const Completion& c) {
-  if (rte_ring_mp_enqueue_elem(ring, const_cast<Completion*>(&c), sizeof(Completion)) != 0) {
+  rte_ring* r = ring.load(std::memory_order_acquire);
+  if (rte_ring_mp_enqueue_elem(r, const_cast<Completion*>(&c), sizeof(Completion)) != 0) {
     overflows.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -46,7 +60,21 @@ void Cq::Impl::push(const Completion& c) {
 }
 
 unsigned Cq::poll(Completion* out, unsigned n) {
-  return rte_ring_sc_dequeue_burst_elem(impl_->ring, out, sizeof(Completion), n, nullptr);
+  Impl* c = impl_;
+  // Replaced rings first, oldest first: an lcore's completions in one came before any of its
+  // completions in the next.
+  while (!c->old_rings.empty()) {
+    auto [r, token] = c->old_rings.front();
+    unsigned k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
+    if (k) return k;
+    if (c->qsbr && !rte_rcu_qsbr_check(c->qsbr, token, false)) return 0;  // a producer may still hold it
+    k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
+    if (k) return k;
+    rte_ring_free(r);
+    c->old_rings.pop_front();
+  }
+  return rte_ring_sc_dequeue_burst_elem(c->ring.load(std::memory_order_relaxed), out, sizeof(Completion), n,
+                                        nullptr);
 }
 
 void Cq::arm(bool solicited_only) {
@@ -66,10 +94,23 @@ bool Cq::wait(int timeout_ms) {
 
 uint32_t Cq::capacity() const { return impl_->capacity; }
 
+uint32_t Cq::queued() const {
+  const Impl* c = impl_;
+  uint32_t n = rte_ring_count(c->ring.load(std::memory_order_acquire));
+  for (const auto& [r, token] : c->old_rings) n += rte_ring_count(r);
+  return n;
+}
+
 bool Cq::resize(uint32_t entries) {
-  // Growing needs a new ring while lcores may be producing into the old one; the ND frontend
-  // sizes CQs up front instead. Shrinking below the current size is always refused.
-  return entries <= impl_->capacity;
+  Impl* c = impl_;
+  if (entries == 0 || entries < queued()) return false;  // results waiting must fit
+  if (rte_align32pow2(entries + 1) - 1 == c->capacity) return true;  // the same ring would do
+  rte_ring* fresh = make_ring(c, entries);
+  if (!fresh) return false;
+  rte_ring* cur = c->ring.exchange(fresh, std::memory_order_acq_rel);
+  c->old_rings.emplace_back(cur, c->qsbr ? rte_rcu_qsbr_start(c->qsbr) : 0);
+  c->capacity = rte_ring_get_capacity(fresh);
+  return true;
 }
 
 }  // namespace ndnic::nic

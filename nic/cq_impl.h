@@ -4,10 +4,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <string>
+#include <utility>
 
 #include "nic/nic.h"
 
 struct rte_ring;
+struct rte_rcu_qsbr;
 
 namespace ndnic::nic {
 
@@ -15,7 +19,16 @@ enum class CqArm : uint8_t { kNone, kAny, kSolicited, kErrors };
 
 struct Cq::Impl {
   Cq handle;
-  rte_ring* ring = nullptr;
+  /// Where producers enqueue. Resize publishes a new ring here; the one it replaces stays in
+  /// `old_rings` until drained and every lcore has passed a quiescent state (no producer can
+  /// still hold it), so completions keep their order and none is lost.
+  std::atomic<rte_ring*> ring{nullptr};
+  /// Consumer-only: rings replaced by Resize, oldest first, each with the QSBR token taken
+  /// when it was replaced; drained before `ring`.
+  std::deque<std::pair<rte_ring*, uint64_t>> old_rings;
+  rte_rcu_qsbr* qsbr = nullptr;          ///< the device's; null when the application polls
+  std::string name;                      ///< base of the rings' names
+  unsigned generation = 0;               ///< rings made for this CQ (names must be unique)
   uint32_t capacity = 0;
   int efd = -1;
   std::atomic<CqArm> armed{CqArm::kNone};
@@ -26,7 +39,7 @@ struct Cq::Impl {
   void push(const Completion& c);
 };
 
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial);
+bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr);
 void cq_destroy(Cq::Impl* cq);
 
 }  // namespace ndnic::nic

@@ -179,7 +179,7 @@ bool Device::dealloc_mw(uint32_t rkey) { return impl_->memory.dealloc_mw(rkey); 
 
 Cq* Device::create_cq(uint32_t entries) {
   auto cq = std::make_unique<Cq::Impl>();
-  if (!cq_create(cq.get(), entries, g_serial++)) {
+  if (!cq_create(cq.get(), entries, g_serial++, impl_->qsbr)) {
     cq_destroy(cq.get());
     return nullptr;
   }

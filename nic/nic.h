@@ -131,6 +131,10 @@ class Cq {
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
   bool wait(int timeout_ms);
   uint32_t capacity() const;
+  /// Completions waiting to be polled.
+  uint32_t queued() const;
+  /// Gives the CQ room for `entries` (more or fewer) while lcores keep producing into it:
+  /// queued completions stay, in order. False when fewer than those queued (or no memory).
   bool resize(uint32_t entries);
 
   struct Impl;

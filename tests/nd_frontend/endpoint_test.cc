@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "nd_frontend/nd.h"
+#include "nd_frontend/ndnic_ext.h"
 #include "nd_frontend/testing.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
@@ -443,6 +444,404 @@ TEST_F(Nd, ConnectWhereNobodyListensIsRefused) {
   ND_RESULT r;
   ND_SGE s = sge(a, 0, 8);
   EXPECT_EQ(a.ep->Send(&r, &s, 1, 0), ND_CONNECTION_INVALID);
+}
+
+
+TEST_F(Nd, CqResizeGrowsWithResultsWaitingAndKeepsTheirOrder) {
+  EXPECT_EQ(b.cq->Resize(0), ND_INVALID_PARAMETER);
+  ND_ADAPTER_INFO info{};
+  SIZE_T size = sizeof info;
+  ASSERT_EQ(b.adapter->Query(1, &info, &size), ND_SUCCESS);
+  EXPECT_EQ(b.cq->Resize(info.MaxCqEntries + 1), ND_INVALID_PARAMETER);
+  ASSERT_EQ(b.cq->Resize(4), ND_SUCCESS);  // shrink: nothing waiting
+  connect();
+  ND_RESULT rr[kEntries], ss[kEntries];
+  ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
+  for (auto& r : rr) ASSERT_EQ(b.ep->Receive(&r, &in, 1), ND_SUCCESS);
+  for (int i = 0; i < 3; i++) ASSERT_EQ(a.ep->Send(&ss[i], &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 3).size(), 3u);  // B's receives completed before A's sends did
+  EXPECT_EQ(b.cq->Resize(2), ND_BUFFER_OVERFLOW);  // three results wait in B's CQ
+  ASSERT_EQ(b.cq->Resize(64), ND_SUCCESS);
+  // 13 more arrive while nothing is reaped: 16 in a CQ that held 4 before the resize.
+  for (SIZE_T i = 3; i < kEntries; i++) ASSERT_EQ(a.ep->Send(&ss[i], &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, kEntries - 3).size(), kEntries - 3);
+  ASSERT_EQ(b.cq->Resize(32), ND_SUCCESS);  // and again, with the first old ring still full
+  auto rb = results(b.cq, kEntries);
+  ASSERT_EQ(rb.size(), kEntries);
+  for (SIZE_T i = 0; i < kEntries; i++) {
+    EXPECT_EQ(rb[i], &rr[i]) << i;  // nothing lost, nothing reordered across the swaps
+    EXPECT_EQ(rr[i].Status, ND_SUCCESS);
+  }
+}
+
+TEST_F(Nd, ExtensionImmediateDataAndAtomics) {
+  connect();
+  INDEndpointExt* xa = nullptr;
+  ASSERT_EQ(a.ep->QueryInterface(IID_INDEndpointExt, reinterpret_cast<void**>(&xa)), ND_SUCCESS);
+  INDEndpointExt* xb = nullptr;
+  ASSERT_EQ(b.ep->QueryInterface(IID_INDEndpointExt, reinterpret_cast<void**>(&xb)), ND_SUCCESS);
+  // SEND with immediate, a payload that needs pad bytes.
+  NDNIC_RESULT rr[3];
+  ND_SGE in = sge(b, 0, 64);
+  for (auto& r : rr) ASSERT_EQ(xb->ReceiveExt(&r, &in, 1), ND_SUCCESS);
+  ND_RESULT s1, s2, s3;
+  ND_SGE out = sge(a, 0, 7);
+  ASSERT_EQ(xa->SendWithImmediate(&s1, &out, 1, 0xA1B2C3D4, 0), ND_SUCCESS);
+  // WRITE with immediate into B's window, then a zero-length one.
+  ND_RESULT inv{}, bind_r{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data() + 4096, 4096,
+                       ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE | NDNIC_OP_FLAG_ALLOW_ATOMIC, &desc),
+            ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  for (int i = 0; i < 100; i++) a.buf[100 + i] = uint8_t(i + 1);
+  ND_SGE w = sge(a, 100, 100);
+  ASSERT_EQ(xa->WriteWithImmediate(&s2, &w, 1, &desc, 8, 7, 0), ND_SUCCESS);
+  ASSERT_EQ(xa->WriteWithImmediate(&s3, nullptr, 0, &desc, 0, 8, 0), ND_SUCCESS);
+  auto rb = results(b.cq, 3);
+  ASSERT_EQ(rb.size(), 3u);
+  EXPECT_EQ(rr[0].Status, ND_SUCCESS);
+  EXPECT_EQ(rr[0].BytesTransferred, 7u);
+  EXPECT_EQ(rr[0].Flags, NDNIC_RESULT_IMMEDIATE);
+  EXPECT_EQ(rr[0].ImmediateData, 0xA1B2C3D4u);
+  EXPECT_EQ(rr[1].Flags, NDNIC_RESULT_IMMEDIATE | NDNIC_RESULT_WRITE);
+  EXPECT_EQ(rr[1].ImmediateData, 7u);
+  EXPECT_EQ(rr[1].BytesTransferred, 100u);
+  EXPECT_EQ(0, memcmp(b.buf.data() + 4096 + 8, a.buf.data() + 100, 100));
+  EXPECT_EQ(rr[2].ImmediateData, 8u);
+  EXPECT_EQ(rr[2].BytesTransferred, 0u);
+  ASSERT_EQ(results(a.cq, 3).size(), 3u);
+
+  // Atomics on B's window: compare-and-swap hit and miss, fetch-and-add.
+  uint64_t* target = reinterpret_cast<uint64_t*>(b.buf.data() + 4096 + 1024);
+  *target = 40;
+  ND_SGE orig = sge(a, 8192, 8);
+  auto* o = reinterpret_cast<uint64_t*>(a.buf.data() + 8192);
+  ND_RESULT c1, c2, f1;
+  ASSERT_EQ(xa->CompareAndSwap(&c1, &orig, &desc, 1024, 40, 41, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(c1.Status, ND_SUCCESS);
+  EXPECT_EQ(*o, 40u);
+  EXPECT_EQ(*target, 41u);
+  ASSERT_EQ(xa->CompareAndSwap(&c2, &orig, &desc, 1024, 40, 99, 0), ND_SUCCESS);  // miss
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(*o, 41u);
+  EXPECT_EQ(*target, 41u);
+  ASSERT_EQ(xa->FetchAndAdd(&f1, &orig, &desc, 1024, 1000, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(f1.Status, ND_SUCCESS);
+  EXPECT_EQ(*o, 41u);
+  EXPECT_EQ(*target, 1041u);
+  // Bad arguments are refused at the call; a short result buffer is the ND_LOCAL_LENGTH of the
+  // ND_RESULT page (the SGEs cannot hold what the request returns).
+  EXPECT_EQ(xa->FetchAndAdd(&f1, &orig, &desc, 1020, 1, 0), ND_INVALID_PARAMETER);  // not 8-byte aligned
+  EXPECT_EQ(xa->FetchAndAdd(&f1, nullptr, &desc, 1024, 1, 0), ND_INVALID_PARAMETER);
+  ND_SGE short_orig = sge(a, 8192, 4);
+  ASSERT_EQ(xa->FetchAndAdd(&f1, &short_orig, &desc, 1024, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(f1.Status, ND_LOCAL_LENGTH);
+  EXPECT_EQ(*target, 1041u);
+  mw->Release();
+  xa->Release();
+  xb->Release();
+}
+
+TEST_F(Nd, AtomicsNeedTheWindowsAtomicRight) {
+  connect();
+  INDEndpointExt* xa = nullptr;
+  ASSERT_EQ(a.ep->QueryInterface(IID_INDEndpointExt, reinterpret_cast<void**>(&xa)), ND_SUCCESS);
+  ND_RESULT inv{}, bind_r{}, f;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 64, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE, &desc),
+            ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  std::memset(b.buf.data(), 0, 8);
+  ND_SGE orig = sge(a, 0, 8);
+  ASSERT_EQ(xa->FetchAndAdd(&f, &orig, &desc, 0, 5, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(f.Status, ND_REMOTE_ERROR);
+  EXPECT_EQ(b.buf[0], 0);
+  mw->Release();
+  xa->Release();
+}
+
+TEST_F(Nd, SgeOutsideItsRegistrationIsAnAccessViolation) {
+  connect();
+  ND_RESULT s1, s2;
+  std::vector<uint8_t> other(64);
+  ND_SGE bad{other.data(), other.size(), a.mr};  // a valid handle, memory it does not cover
+  ASSERT_EQ(a.ep->Send(&s1, &bad, 1, 0), ND_SUCCESS);
+  ND_SGE ok = sge(a, 0, 8);
+  ASSERT_EQ(a.ep->Send(&s2, &ok, 1, 0), ND_SUCCESS);
+  auto ra = results(a.cq, 2);
+  ASSERT_EQ(ra.size(), 2u);
+  EXPECT_EQ(s1.Status, ND_ACCESS_VIOLATION);
+  EXPECT_EQ(s2.Status, ND_CANCELED);  // the ND_RESULT page: canceled after a previous failure
+}
+
+TEST_F(Nd, RefusedCallsLeaveTheEndpointWorking) {
+  connect();
+  ND_RESULT r, rr, ss;
+  ND_SGE s = sge(a, 0, 8);
+  ND_SGE many[kSge + 1];
+  for (auto& m : many) m = s;
+  EXPECT_EQ(a.ep->Send(&r, many, kSge + 1, 0), ND_DATA_OVERRUN);
+  ND_SGE huge{a.buf.data(), SIZE_T(1) << 32, a.mr};
+  EXPECT_EQ(a.ep->Send(&r, &huge, 1, 0), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(a.ep->Send(nullptr, &s, 1, 0), ND_INVALID_PARAMETER);
+  EXPECT_EQ(a.ep->Read(&r, &s, 1, nullptr, 0, 0), ND_INVALID_PARAMETER);
+  // Nothing of the above reached the wire or the CQ; the next request goes through.
+  ND_SGE in = sge(b, 0, 64);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&ss, &s, 1, 0), ND_SUCCESS);
+  auto ra = results(a.cq, 1);
+  ASSERT_EQ(ra.size(), 1u);
+  EXPECT_EQ(ra[0], &ss);
+  EXPECT_EQ(ss.Status, ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(rr.BytesTransferred, 8u);
+}
+
+TEST_F(Nd, ReadFenceSendsWhatTheReadBrought) {
+  connect();
+  ND_RESULT inv{}, bind_r{}, rd, ss, rr;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 65536, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  for (int round = 0; round < 20; round++) {
+    std::memset(b.buf.data(), 'a' + round, 65536);
+    std::memset(a.buf.data(), 0, 65536);
+    ND_SGE in = sge(b, 200000, 65536);
+    ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+    // A reads 64 KiB, then sends the same bytes: the fence holds the send until the read is done.
+    ND_SGE local = sge(a, 0, 65536);
+    ASSERT_EQ(a.ep->Read(&rd, &local, 1, &desc, 0, 0), ND_SUCCESS);
+    ASSERT_EQ(a.ep->Send(&ss, &local, 1, ND_OP_FLAG_READ_FENCE), ND_SUCCESS);
+    ASSERT_EQ(results(a.cq, 2).size(), 2u);
+    ASSERT_EQ(results(b.cq, 1).size(), 1u);
+    ASSERT_EQ(rr.Status, ND_SUCCESS);
+    ASSERT_EQ(0, memcmp(b.buf.data() + 200000, b.buf.data(), 65536)) << round;
+  }
+  mw->Release();
+}
+
+TEST_F(Nd, InvalidateEndsRemoteAccessAndSecondInvalidateFails) {
+  connect();
+  ND_RESULT inv{}, bind_r{}, ir{}, ir2{}, rd, rr;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE, &desc),
+            ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE r = sge(a, 0, 64);
+  ASSERT_EQ(a.ep->Read(&rd, &r, 1, &desc, 0, 0), ND_SUCCESS);  // works while bound
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  ASSERT_EQ(rd.Status, ND_SUCCESS);
+  ASSERT_EQ(b.ep->Invalidate(&ir, mw, 0), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(ir.Status, ND_SUCCESS);
+  // The ND_RESULT page: invalidating a window that is not valid is an invalidation error.
+  ASSERT_EQ(b.ep->Invalidate(&ir2, mw, 0), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(ir2.Status, ND_INVALIDATION_ERROR);
+}
+
+TEST_F(Nd, ReadThroughAnInvalidatedWindowFailsAndCancelsThePeersReceive) {
+  connect();
+  ND_RESULT inv{}, bind_r{}, ir{}, rd, rr;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(b.ep->Invalidate(&ir, mw, 0), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 2).size(), 2u);
+  ND_SGE in = sge(b, 100000, 64);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ND_SGE r = sge(a, 0, 64);
+  ASSERT_EQ(a.ep->Read(&rd, &r, 1, &desc, 0, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(rd.Status, ND_REMOTE_ERROR);  // the seeds: an error on the remote endpoint
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(rr.Status, ND_CANCELED);  // the access error took B's endpoint down
+  mw->Release();
+}
+
+TEST_F(Nd, WindowRightsAndBoundsAreEnforcedByThePeer) {
+  connect();
+  ND_RESULT inv{}, bind_r{}, wr, rr;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 8192, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  std::memset(b.buf.data(), 0x5a, 8192);
+  ND_SGE in = sge(b, 100000, 64);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ND_SGE w = sge(a, 0, 64);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &desc, 0, 0), ND_SUCCESS);  // the window is read-only
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(wr.Status, ND_REMOTE_ERROR);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(rr.Status, ND_CANCELED);
+  for (int i = 0; i < 8192; i++) ASSERT_EQ(b.buf[i], 0x5a) << i;
+  mw->Release();
+}
+
+TEST_F(Nd, ReadPastTheWindowsEndFails) {
+  connect();
+  ND_RESULT inv{}, bind_r{}, rd;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 8192, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE r = sge(a, 0, 8192);
+  ASSERT_EQ(a.ep->Read(&rd, &r, 1, &desc, 1, 0), ND_SUCCESS);  // one byte past the end
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(rd.Status, ND_REMOTE_ERROR);
+  mw->Release();
+}
+
+TEST_F(Nd, DeregisterWhileAWindowIsBoundIsBusy) {
+  connect();
+  ND_RESULT inv{}, bind_r{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, b.mr, mw, b.buf.data(), 64, ND_OP_FLAG_ALLOW_READ, &desc), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  OVERLAPPED ov{};
+  EXPECT_EQ(b.adapter->DeregisterMemory(b.mr, &ov), ND_DEVICE_BUSY);
+  mw->Release();
+  HRESULT hr = b.adapter->DeregisterMemory(b.mr, &ov);
+  if (hr == ND_PENDING) {
+    SIZE_T bytes;
+    hr = b.adapter->GetOverlappedResult(&ov, &bytes, TRUE);
+  }
+  EXPECT_EQ(hr, ND_SUCCESS);
+  b.mr = nullptr;
+}
+
+TEST_F(Nd, RegisterMemoryBadArguments) {
+  OVERLAPPED ov{};
+  ND_MR_HANDLE mr = nullptr;
+  EXPECT_EQ(a.adapter->RegisterMemory(nullptr, 0, &ov, &mr), ND_INVALID_PARAMETER);
+  EXPECT_EQ(a.adapter->RegisterMemory(a.buf.data(), 0, &ov, &mr), ND_INVALID_BUFFER_SIZE);
+}
+
+TEST_F(Nd, QueueLimitsFromQueryAreAcceptedAndOneMoreIsNot) {
+  ND_ADAPTER_INFO info{};
+  SIZE_T size = sizeof info;
+  ASSERT_EQ(a.adapter->Query(1, &info, &size), ND_SUCCESS);
+  INDCompletionQueue* big = nullptr;
+  ASSERT_EQ(a.adapter->CreateCompletionQueue(info.MaxCqEntries, &big), ND_SUCCESS);
+  INDCompletionQueue* too_big = nullptr;
+  EXPECT_NE(a.adapter->CreateCompletionQueue(info.MaxCqEntries + 1, &too_big), ND_SUCCESS);
+  INDConnector* c = nullptr;
+  ASSERT_EQ(a.adapter->CreateConnector(&c), ND_SUCCESS);
+  INDEndpoint* ep = nullptr;
+  SIZE_T inl = 0;
+  ASSERT_EQ(c->CreateEndpoint(big, big, info.MaxInboundRequests, info.MaxOutboundRequests, info.MaxInboundSge,
+                              info.MaxOutboundSge, info.MaxInboundReadLimit, info.MaxOutboundReadLimit, &inl, &ep),
+            ND_SUCCESS);
+  EXPECT_EQ(inl, info.MaxInlineData);
+  ep->Release();
+  const SIZE_T ok[6] = {info.MaxInboundRequests, info.MaxOutboundRequests, info.MaxInboundSge,
+                        info.MaxOutboundSge, info.MaxInboundReadLimit, info.MaxOutboundReadLimit};
+  for (int k = 0; k < 6; k++) {
+    SIZE_T v[6];
+    std::copy(ok, ok + 6, v);
+    v[k]++;
+    INDEndpoint* e = nullptr;
+    EXPECT_TRUE(FAILED(c->CreateEndpoint(big, big, v[0], v[1], v[2], v[3], v[4], v[5], &inl, &e))) << k;
+    EXPECT_EQ(e, nullptr);
+  }
+  c->Release();
+  big->Release();
+}
+
+TEST_F(Nd, FlushOfAnUnconnectedEndpointThenNotifyFires) {
+  ND_RESULT r1, r2;
+  ASSERT_EQ(a.ep->Receive(&r1, nullptr, 0), ND_SUCCESS);  // receives before any connection
+  ASSERT_EQ(a.ep->Receive(&r2, nullptr, 0), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Flush(), ND_SUCCESS);
+  // The flushed results may already wait when Notify is armed: it must fire anyway.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  OVERLAPPED ov{};
+  ASSERT_EQ(a.cq->Notify(ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+  SIZE_T bytes;
+  const auto t0 = std::chrono::steady_clock::now();
+  HRESULT hr = ND_PENDING;
+  while (hr == ND_PENDING && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) {
+    hr = a.cq->GetOverlappedResult(&ov, &bytes, FALSE);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(hr, ND_SUCCESS);
+  auto ra = results(a.cq, 2);
+  ASSERT_EQ(ra.size(), 2u);
+  EXPECT_EQ(r1.Status, ND_CANCELED);
+  EXPECT_EQ(r2.Status, ND_CANCELED);
+  a.cq->CancelOverlappedRequests();
+}
+
+TEST_F(Nd, LargeWindowReadsAndWritesMovesEveryByte) {
+  // ndmw's pattern, scaled to 16 MiB: a window over all of it, one large Read, two large Writes,
+  // then many 4-byte Writes in reverse order; every byte checked.
+  constexpr size_t kSize = size_t(16) << 20;
+  std::vector<uint8_t> big_a(kSize), big_b(kSize);
+  ND_MR_HANDLE mra = nullptr, mrb = nullptr;
+  OVERLAPPED ov{};
+  SIZE_T bytes;
+  ASSERT_EQ(a.adapter->RegisterMemory(big_a.data(), kSize, &ov, &mra), ND_SUCCESS);
+  ASSERT_EQ(a.adapter->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(b.adapter->RegisterMemory(big_b.data(), kSize, &ov, &mrb), ND_SUCCESS);
+  ASSERT_EQ(b.adapter->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);
+  connect();
+  for (size_t i = 0; i < kSize; i++) big_b[i] = uint8_t(i * 7 + (i >> 12));
+  ND_RESULT inv{}, bind_r{}, rd, w1, w2;
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR desc;
+  ASSERT_EQ(b.ep->Bind(&bind_r, mrb, mw, big_b.data(), kSize, ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE, &desc),
+            ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ND_SGE half{big_a.data(), kSize / 2, mra};
+  ASSERT_EQ(a.ep->Read(&rd, &half, 1, &desc, kSize / 2, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1, 30000).size(), 1u);
+  ASSERT_EQ(rd.Status, ND_SUCCESS);
+  EXPECT_EQ(rd.BytesTransferred, kSize / 2);
+  ASSERT_EQ(0, memcmp(big_a.data(), big_b.data() + kSize / 2, kSize / 2));
+  for (size_t i = 0; i < kSize; i++) big_a[i] = uint8_t(i * 13 + 1);
+  ND_SGE q1{big_a.data(), kSize / 4, mra}, q2{big_a.data() + kSize / 4, kSize / 4, mra};
+  ASSERT_EQ(a.ep->Write(&w1, &q1, 1, &desc, 0, 0), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Write(&w2, &q2, 1, &desc, kSize / 4, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 2, 30000).size(), 2u);
+  ASSERT_EQ(w1.Status, ND_SUCCESS);
+  ASSERT_EQ(w2.Status, ND_SUCCESS);
+  ASSERT_EQ(0, memcmp(big_b.data(), big_a.data(), kSize / 2));
+  // 4-byte Writes from the top down, each waited for, as ndmw does.
+  constexpr size_t kSmall = 4096;
+  for (size_t k = kSmall; k-- > 0;) {
+    ND_RESULT w;
+    ND_SGE s4{big_a.data() + kSize / 2 + k * 4, 4, mra};
+    ASSERT_EQ(a.ep->Write(&w, &s4, 1, &desc, kSize / 2 + k * 4, 0), ND_SUCCESS);
+    ASSERT_EQ(results(a.cq, 1).size(), 1u);
+    ASSERT_EQ(w.Status, ND_SUCCESS) << k;
+  }
+  ASSERT_EQ(0, memcmp(big_b.data() + kSize / 2, big_a.data() + kSize / 2, kSmall * 4));
+  mw->Release();
+  a.ep->Release();  // the endpoints go before their registrations
+  b.ep->Release();
+  a.ep = b.ep = nullptr;
+  ASSERT_EQ(a.adapter->DeregisterMemory(mra, &ov), ND_SUCCESS);
+  ASSERT_EQ(b.adapter->DeregisterMemory(mrb, &ov), ND_SUCCESS);
 }
 
 }  // namespace

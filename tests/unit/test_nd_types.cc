@@ -1,10 +1,12 @@
-// ndspi.h against the SDK's definitions (values and layouts listed in nd-v1-facts.md).
+// ndspi.h against the SDK's definitions (values and layouts listed in nd-v1-facts.md), and the
+// engine-to-ND status mapping.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <set>
 
 #include "nd_frontend/ndspi.h"
+#include "nd_frontend/status.h"
 
 namespace {
 
@@ -77,3 +79,34 @@ TEST(NdTypes, LayoutsAreTheSdks) {
 }
 
 }  // namespace
+
+// Every engine completion status has the ND v1 status the ND_RESULT page gives it; the ones no
+// ND-level scenario can produce on a healthy peer (a malformed response, a local QP operation
+// error) are checked here.
+TEST(NdStatus, EveryCompletionStatusMapsAsTheResultPageSays) {
+  using ndnic::nic::WcOpcode;
+  using ndnic::nic::WcStatus;
+  auto map = [](WcStatus s, WcOpcode op) {
+    ndnic::nic::Completion c{};
+    c.status = s;
+    c.opcode = op;
+    return ndnic::nd::nd_status(c);
+  };
+  EXPECT_EQ(map(WcStatus::kSuccess, WcOpcode::kSend), ND_SUCCESS);
+  EXPECT_EQ(map(WcStatus::kLocalLength, WcOpcode::kSend), ND_LOCAL_LENGTH);
+  EXPECT_EQ(map(WcStatus::kLocalLength, WcOpcode::kRecv), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(map(WcStatus::kLocalLength, WcOpcode::kRecvWriteImm), ND_BUFFER_OVERFLOW);
+  EXPECT_EQ(map(WcStatus::kLocalProtection, WcOpcode::kSend), ND_ACCESS_VIOLATION);
+  EXPECT_EQ(map(WcStatus::kLocalProtection, WcOpcode::kBindMw), ND_ACCESS_VIOLATION);
+  EXPECT_EQ(map(WcStatus::kLocalProtection, WcOpcode::kLocalInv), ND_INVALIDATION_ERROR);
+  EXPECT_EQ(map(WcStatus::kMwBind, WcOpcode::kBindMw), ND_ACCESS_VIOLATION);
+  EXPECT_EQ(map(WcStatus::kLocalQpOperation, WcOpcode::kSend), ND_INVALID_REQUEST);
+  EXPECT_EQ(map(WcStatus::kWrFlushed, WcOpcode::kRecv), ND_CANCELED);
+  EXPECT_EQ(map(WcStatus::kRemoteAccess, WcOpcode::kWrite), ND_REMOTE_ERROR);
+  EXPECT_EQ(map(WcStatus::kRemoteInvalidRequest, WcOpcode::kSend), ND_REMOTE_ERROR);
+  EXPECT_EQ(map(WcStatus::kRemoteOperation, WcOpcode::kSend), ND_REMOTE_ERROR);
+  EXPECT_EQ(map(WcStatus::kRetryExceeded, WcOpcode::kRead), ND_TIMEOUT);
+  EXPECT_EQ(map(WcStatus::kRnrRetryExceeded, WcOpcode::kSend), ND_TIMEOUT);
+  EXPECT_EQ(map(WcStatus::kInvalidation, WcOpcode::kRecv), ND_INVALIDATION_ERROR);
+  EXPECT_EQ(map(WcStatus::kBadResponse, WcOpcode::kRead), ND_FAILURE);
+}
