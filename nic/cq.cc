@@ -49,6 +49,10 @@ void Cq::Impl::push(const Completion& c) {
     overflows.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  // Pairs with the fence in arm(): either this load sees the arm, or the consumer's look at the
+  // ring after arming sees this completion; without both fences each side can miss the other
+  // (store-load reordering) and a Notify waits forever.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   CqArm a = armed.load(std::memory_order_acquire);
   if (a == CqArm::kNone) return;
   const bool error = c.status != WcStatus::kSuccess;
@@ -79,9 +83,13 @@ unsigned Cq::poll(Completion* out, unsigned n) {
 
 void Cq::arm(bool solicited_only) {
   impl_->armed.store(solicited_only ? CqArm::kSolicited : CqArm::kAny, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // before the caller looks at queued()
 }
 
-void Cq::arm_errors() { impl_->armed.store(CqArm::kErrors, std::memory_order_release); }
+void Cq::arm_errors() {
+  impl_->armed.store(CqArm::kErrors, std::memory_order_release);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
 
 int Cq::event_fd() const { return impl_->efd; }
 

@@ -1,0 +1,159 @@
+#include "tools/ndping/launch.h"
+
+#include <sched.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <rte_lcore.h>
+
+#include "pmd_glue/pmd_glue.h"
+#include "tools/ndping/devices.h"
+
+namespace ndnic::ndping {
+namespace {
+
+// The application threads: in the embedded mode the client (on the main lcore) and the
+// server (a thread the main lcore starts, so on the same processors); otherwise one.
+int app_threads(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
+/// Each node's device polls on a worker lcore of its own.
+size_t workers_needed(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
+
+std::string cpu_list(const std::vector<int>& cpus, size_t from, size_t n) {
+  std::string s = "(";
+  for (size_t i = from; i < from + n; i++) s.append(i > from ? "," : "").append(std::to_string(cpus[i]));
+  return s.append(")");
+}
+
+/// EAL's --lcores when the user gave none: lcore 0 (the application threads) on processors of
+/// its own and each device's worker lcore on one of its own when the process has enough of
+/// them; otherwise everything shares what there is (and the waits block, see choose_waits).
+std::string default_lcores(const Options& o, const std::vector<int>& cpus) {
+  const size_t apps = size_t(app_threads(o)), workers = workers_needed(o);
+  const bool room = cpus.size() >= apps + workers;
+  std::string map = "0@" + cpu_list(cpus, 0, room ? apps : cpus.size());
+  for (size_t w = 0; w < workers; w++) {
+    // With room, the processors after lcore 0's; without, shared ones from the last down
+    // (two processors: "0@(0,1),1@1,2@0").
+    const int cpu = room ? cpus[apps + w] : cpus[cpus.size() - 1 - w % cpus.size()];
+    map.append(",").append(std::to_string(w + 1)).append("@").append(std::to_string(cpu));
+  }
+  return map;
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; c++)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
+}
+
+bool run_embedded(const Options& o, const Halves& h) {
+  // Both connections live here, past both threads, so either side can stop the other's
+  // waits when it fails (one process cannot rely on a peer that exits and disconnects).
+  Connection server_conn(o, "server");
+  Connection client_conn(o, "client");
+  std::promise<bool> listening;
+  bool server_ok = false;
+  std::thread server([&] {
+    bool told = false;
+    server_ok = h.server(server_conn, o, kEmbeddedServerIpv4, [&](bool ok) {
+      if (!told) listening.set_value(ok);
+      told = true;
+    });
+    if (!told) listening.set_value(false);
+    if (!server_ok) client_conn.abort();
+  });
+  bool client_ok = listening.get_future().get();
+  if (client_ok) client_ok = h.client(client_conn, o, kEmbeddedClientIpv4, kEmbeddedServerIpv4);
+  if (!client_ok) server_conn.abort();
+  server.join();
+  return client_ok && server_ok;
+}
+
+/// The SDK polls by default. ndnic's devices poll on worker lcores of their own, though, and a
+/// polling application thread that shares a processor with one, or with the other application
+/// thread, takes turns with it in scheduler time slices: milliseconds per message. So without
+/// -b or -p, the waits poll only when the lcores EAL runs give each busy thread a processor:
+/// the workers' processors apart from each other and from the main lcore's, which has one per
+/// application thread.
+void choose_waits(Options* o) {
+  if (o->wait_chosen) return;
+  cpu_set_t taken;
+  CPU_ZERO(&taken);
+  bool apart = true;
+  size_t workers = 0;
+  for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE && workers < workers_needed(*o);
+       l = rte_get_next_lcore(l, 1, 0), workers++) {
+    rte_cpuset_t w = rte_lcore_cpuset(l);
+    cpu_set_t both;
+    CPU_AND(&both, &w, &taken);
+    apart = apart && CPU_COUNT(&both) == 0;
+    CPU_OR(&taken, &taken, &w);
+  }
+  rte_cpuset_t main_cpus = rte_lcore_cpuset(rte_get_main_lcore());
+  cpu_set_t both;
+  CPU_AND(&both, &main_cpus, &taken);
+  apart = apart && CPU_COUNT(&both) == 0 && CPU_COUNT(&main_cpus) >= app_threads(*o);
+  o->blocking = !apart;
+  if (o->blocking)
+    std::printf("%s: no processor of its own for each device worker and application thread: "
+                "waiting with Notify (-p polls anyway)\n",
+                tool_name(o->tool));
+}
+
+int run(const Options& o, const Halves& h) {
+  Devices devices;
+  if (!devices.open(o)) return 1;
+  bool ok = false;
+  {
+    if (o.role == Role::kEmbedded) {
+      ok = run_embedded(o, h);
+    } else if (o.role == Role::kServer) {
+      Connection c(o, "server");
+      ok = h.server(c, o, o.ipv4, [&](bool listens) {
+        if (listens) std::printf("%s: server listening on port %u\n", tool_name(o.tool), unsigned(o.port));
+        std::fflush(stdout);
+      });
+    } else {
+      Connection c(o, "client");
+      ok = h.client(c, o, o.ipv4, o.peer_ipv4);
+    }
+  }  // every ND object released before the adapters go
+  devices.close();
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int launch(Tool tool, int argc, char** argv, const Halves& halves) {
+  // Our options first, so --help and usage errors answer without starting EAL.
+  const Parsed parsed = parse_options(tool, program_args(argc, argv));
+  if (!parsed.options) return parsed.exit_code;
+  // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
+  signal(SIGPIPE, SIG_IGN);
+  Options o = *parsed.options;
+  glue::EalDefaults defaults;
+  defaults.options = {{"--lcores", default_lcores(o, allowed_cpus())},  // before EAL pins this thread
+                      {"--no-pci", ""},
+                      {"--log-level", "lib.eal:warning"},
+                      {"--no-telemetry", ""}};
+  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
+  if (!eal.ok) {
+    std::fprintf(stderr, "%s: %s\n", tool_name(tool), eal.error.c_str());
+    return 1;
+  }
+  choose_waits(&o);
+  const int rc = run(o, halves);
+  glue::eal_cleanup();
+  return rc;
+}
+
+}  // namespace ndnic::ndping
