@@ -22,6 +22,12 @@ namespace {
 constexpr uint32_t kMad = cm::kMadLen;
 /// With no timer due the thread still wakes now and then; nothing depends on it.
 constexpr int kIdleWaitMs = 1000;
+// How often established connections' QPs are looked at for a transport failure (a peer that
+// vanished). Against the ~0.5 s an RC QP's retries take with rdma_cm's defaults, small.
+constexpr int kTransportWatchMs = 20;
+// DREQ tries after a transport failure: the peer is most likely gone, so the connection is
+// not held in DREQ_SENT for the full CM retry budget.
+constexpr uint8_t kDreqRetriesAfterFailure = 2;
 /// Linux's default ip_local_port_range, where rdma_cm binds an unbound active side.
 constexpr uint16_t kEphemeralFirst = 32768;
 constexpr uint16_t kEphemeralLast = 60999;
@@ -152,6 +158,7 @@ void CmAgent::run() {
       drain_recv();
       drain_send();
       fire_timers(Clock::now());
+      const bool watching = watch_transport();
       // Arm, then look once more: a completion that landed before arm() would not wake us.
       recv_cq_->arm(false);
       send_cq_->arm(false);
@@ -163,6 +170,7 @@ void CmAgent::run() {
                       : int(std::clamp<int64_t>(
                             std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1, 0,
                             kIdleWaitMs));
+        if (watching) wait_ms = std::min(wait_ms, kTransportWatchMs);
       }
     }
     deliver();
@@ -496,10 +504,31 @@ bool CmAgent::reject(CmConnId id, std::span<const uint8_t> private_data) {
   if (private_data.size() > kCmRejectDataLen) return false;
   std::lock_guard lk(mu_);
   CmConn* c = find(id);
-  if (!c || c->active || c->state != CmState::kReqRcvd) return false;
+  if (!c) return false;
+  if (c->active ? c->state != CmState::kRepRcvd : c->state != CmState::kReqRcvd) return false;
+  // ib_send_cm_rej in REP_RCVD: the QP reached RTR with the REP's parameters and must not be
+  // left able to receive from a peer that will never be connected.
+  if (c->active) qp_to_error(*c);
   reject_conn(*c, cm::kRejConsumerDefined, private_data);
   wake();
   return true;
+}
+
+bool CmAgent::watch_transport() {
+  bool any = false;
+  for (auto& [id, c] : conns_) {
+    if (c->state != CmState::kEstablished || !c->qp) continue;
+    any = true;
+    if (c->qp->state() != nic::QpState::kError) continue;
+    // The RC transport gave up on the peer (retries spent, a fatal NAK, a local Flush): the
+    // connection cannot carry data any more. The application hears it as a disconnect, and
+    // the peer, if it is still there, through a DREQ.
+    arm_timer(*c, c->timeout_ms, kDreqRetriesAfterFailure);
+    c->state = CmState::kDreqSent;
+    transmit(*c, cm_mads::dreq(*c));
+    event(*c, CmEventKind::kDisconnected);
+  }
+  return any;
 }
 
 bool CmAgent::disconnect(CmConnId id) {
@@ -507,10 +536,16 @@ bool CmAgent::disconnect(CmConnId id) {
   CmConn* c = find(id);
   if (!c) return false;
   switch (c->state) {
+    case CmState::kRepRcvd:
+      // Our RTU never left (ND: Connect done, no CompleteConnect): as Linux cm_destroy_id in
+      // REP_RCVD, a consumer REJ, so that the peer's pending accept fails at once.
+      qp_to_error(*c);
+      reject_conn(*c, cm::kRejConsumerDefined, {});
+      event(*c, CmEventKind::kDisconnectDone);
+      break;
     case CmState::kEstablished:
     case CmState::kRepSent:
     case CmState::kMraRepRcvd:
-    case CmState::kRepRcvd:
       // rdma_disconnect: the QP goes to ERROR first (its work flushes), then the DREQ.
       qp_to_error(*c);
       arm_timer(*c, c->timeout_ms, c->max_retries);
@@ -539,6 +574,20 @@ bool CmAgent::disconnect(CmConnId id) {
   }
   wake();
   return true;
+}
+
+void CmAgent::detach(CmConnId id) {
+  std::lock_guard lk(mu_);
+  if (CmConn* c = find(id)) {
+    c->cb = nullptr;
+    c->qp = nullptr;
+  }
+}
+
+uint16_t CmAgent::local_port(CmConnId id) const {
+  std::lock_guard lk(mu_);
+  const CmConn* c = find(id);
+  return c ? c->local_port : 0;
 }
 
 CmState CmAgent::state(CmConnId id) const {

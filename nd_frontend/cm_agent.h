@@ -80,7 +80,7 @@ enum class CmEventKind : uint8_t {
   kTimeout,          ///< no answer after max_cm_retries (REQ, or REP on the passive side)
   kUnreachable,      ///< the peer's address did not resolve (ARP unanswered)
   kError,            ///< a local failure (the QP refused a transition)
-  kDisconnected,     ///< the peer disconnected (DREQ in); the QP is in ERROR (ND NotifyDisconnect)
+  kDisconnected,     ///< DREQ in, or the transport failed (peer gone); the QP is in ERROR (ND NotifyDisconnect)
   kDisconnectDone,   ///< our disconnect() finished (DREP in, or DREQ retries exhausted)
 };
 const char* cm_event_name(CmEventKind k);
@@ -157,11 +157,20 @@ class CmAgent {
   bool complete_connect(CmConnId conn);
   /// Accepts a request: QP to RTS with its parameters, REP out; kEstablished once the RTU is in.
   bool accept(CmConnId conn, const CmAcceptParams& p, CmCallback cb);
-  /// Rejects a request (REJ, consumer defined) with up to kCmRejectDataLen bytes.
+  /// Rejects (REJ, consumer defined, up to kCmRejectDataLen bytes) a request not yet accepted,
+  /// or on the active side the peer's REP instead of complete_connect() (the QP goes to ERROR):
+  /// IB CM lets either end refuse until the RTU. No event follows. False when neither applies.
   bool reject(CmConnId conn, std::span<const uint8_t> private_data);
   /// Moves the QP to ERROR and sends DREQ; kDisconnectDone follows. Before the connection is
   /// up it cancels instead (REJ to the peer) and kDisconnectDone follows as well.
   bool disconnect(CmConnId conn);
+  /// The application is done with the connection's QP and callback: the agent touches neither
+  /// again (events in flight may still run). Call before destroying the QP of a connection
+  /// the agent may still know, e.g. one in TIMEWAIT or still disconnecting.
+  void detach(CmConnId conn);
+  /// The rdma_cm port the connection uses on our side (the one picked when connect() was
+  /// given none); 0 for an unknown connection.
+  uint16_t local_port(CmConnId conn) const;
 
   CmState state(CmConnId conn) const;
   /// The peer's private data (REP's on the active side, REQ's user part on the passive side),
@@ -189,6 +198,9 @@ class CmAgent {
   unsigned drain_recv();
   unsigned drain_send();
   void fire_timers(Clock::time_point now);
+  /// Turns an established connection whose QP the transport moved to ERROR into a disconnect;
+  /// true while any connection is established (the loop then wakes to look again).
+  bool watch_transport();
   Clock::time_point next_deadline() const;
   void deliver();
   void wake();
@@ -201,7 +213,7 @@ class CmAgent {
   void on_req(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmReq& m);
   void on_rep(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmRep& m);
   void on_rtu(const wire::cm::CmRtu& m);
-  void on_rej(const wire::cm::CmRej& m);
+  void on_rej(uint32_t src, const wire::cm::CmRej& m);
   void on_mra(const wire::cm::CmMra& m);
   void on_dreq(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmDreq& m);
   void on_drep(const wire::cm::CmDrep& m);

@@ -24,7 +24,7 @@ void CmAgent::handle(uint32_t src, const cm::CmMad& mad) {
   if (auto* req = std::get_if<cm::CmReq>(&m)) on_req(src, mad.hdr, *req);
   else if (auto* rep = std::get_if<cm::CmRep>(&m)) on_rep(src, mad.hdr, *rep);
   else if (auto* rtu = std::get_if<cm::CmRtu>(&m)) on_rtu(*rtu);
-  else if (auto* rej = std::get_if<cm::CmRej>(&m)) on_rej(*rej);
+  else if (auto* rej = std::get_if<cm::CmRej>(&m)) on_rej(src, *rej);
   else if (auto* mra = std::get_if<cm::CmMra>(&m)) on_mra(*mra);
   else if (auto* dreq = std::get_if<cm::CmDreq>(&m)) on_dreq(src, mad.hdr, *dreq);
   else if (auto* drep = std::get_if<cm::CmDrep>(&m)) on_drep(*drep);
@@ -51,7 +51,8 @@ void CmAgent::reject_req(uint32_t dest, const cm::MadHeader& h, const cm::CmReq&
 
 void CmAgent::reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data) {
   counters_.rejects_sent++;
-  reply(c, cm_mads::rej(c.tid, c.local_id, c.remote_id, cm::kMsgReq, reason, data));
+  // The passive side refuses the REQ; the active side can only be refusing the REP.
+  reply(c, cm_mads::rej(c.tid, c.local_id, c.remote_id, c.active ? cm::kMsgRep : cm::kMsgReq, reason, data));
   // Kept a while so that a retransmitted REQ (our REJ lost) gets the same answer, not a
   // second request for the application.
   enter_timewait(c);
@@ -89,12 +90,13 @@ nic::QpAttr qp_attr(const CmConn& c) {
 }  // namespace
 
 bool CmAgent::qp_to_rtr(CmConn& c) {
+  if (!c.qp) return false;  // detached
   if (c.qp->state() == nic::QpState::kReset && !c.qp->modify(nic::QpState::kInit, {})) return false;
   return c.qp->state() == nic::QpState::kInit && c.qp->modify(nic::QpState::kRtr, qp_attr(c));
 }
 
 bool CmAgent::qp_to_rts(CmConn& c) {
-  return c.qp->state() == nic::QpState::kRtr && c.qp->modify(nic::QpState::kRts, qp_attr(c));
+  return c.qp && c.qp->state() == nic::QpState::kRtr && c.qp->modify(nic::QpState::kRts, qp_attr(c));
 }
 
 void CmAgent::qp_to_error(CmConn& c) {
@@ -238,6 +240,16 @@ void CmAgent::on_rep(uint32_t src, const cm::MadHeader& h, const cm::CmRep& m) {
         send_raw(c->peer_ipv4, c->last_reply.data(), c->local_id);
       }
       return;
+    case CmState::kTimewait:
+      // We refused this REP (reject() or disconnect() in REP_RCVD) and the REJ was lost: the
+      // peer would otherwise wait out all its REP retries.
+      if (cm::MadHeader last; c->remote_id == m.local_comm_id && c->has_reply &&
+          cm::decode_mad_header(c->last_reply.data(), c->last_reply.size(), &last) == cm::CmError::kOk &&
+          last.attr_id == cm::kAttrRej) {
+        counters_.duplicates++;
+        send_raw(c->peer_ipv4, c->last_reply.data(), c->local_id);
+      }
+      return;
     default:
       return;  // REP_RCVD waits for complete_connect(); later states are past it
   }
@@ -279,8 +291,15 @@ void CmAgent::on_mra(const cm::CmMra& m) {
 
 // ---- either side: REJ, DREQ, DREP --------------------------------------------------------
 
-void CmAgent::on_rej(const cm::CmRej& m) {
-  CmConn* c = find(m.remote_comm_id);
+void CmAgent::on_rej(uint32_t src, const cm::CmRej& m) {
+  CmConn* c = nullptr;
+  if (m.remote_comm_id != 0) {
+    c = find(m.remote_comm_id);
+  } else if (auto it = by_remote_.find({src, m.local_comm_id}); it != by_remote_.end()) {
+    // A REJ for a REQ whose sender gave up before hearing from us (cm_destroy_id in
+    // REQ_SENT): it cannot name our comm ID, only its own (cm_acquire_rejected_id).
+    c = find(it->second);
+  }
   if (!c || (m.local_comm_id != 0 && c->remote_id != 0 && m.local_comm_id != c->remote_id)) return;
   const CmEventKind kind =
       m.reason == cm::kRejConsumerDefined ? CmEventKind::kRejected : CmEventKind::kRefused;
@@ -289,6 +308,12 @@ void CmAgent::on_rej(const cm::CmRej& m) {
     case CmState::kReqSent:
     case CmState::kMraReqRcvd:
       fail(*c, kind, m.reason, std::move(data));  // the QP stays in INIT: the app may retry
+      break;
+    case CmState::kReqRcvd:
+      // The peer gave up on a request nobody answered yet: get_request() skips it and a late
+      // accept() or reject() fails, rather than sending a REP to nobody. TIMEWAIT, not IDLE,
+      // so that a REQ retransmission still in flight is not taken for a new request.
+      enter_timewait(*c);
       break;
     case CmState::kRepRcvd:
     case CmState::kRepSent:

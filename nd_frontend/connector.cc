@@ -4,9 +4,11 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 
 #include "nd_frontend/cm_agent.h"
@@ -56,9 +58,30 @@ HRESULT put_address(const sockaddr_in& sa, sockaddr* out, SIZE_T* len) {
 
 class NdConnector final : public Unknown<INDConnector> {
  public:
-  explicit NdConnector(NdAdapter* adapter) : adapter_(adapter) { adapter_->AddRef(); }
+  explicit NdConnector(NdAdapter* adapter) : adapter_(adapter) {
+    adapter_->AddRef();
+    link_->self = this;
+  }
 
-  HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
+  HRESULT CancelOverlappedRequests() override {
+    std::lock_guard<std::mutex> g(mu_);
+    // Canceling a connection attempt abandons it, as closing the request's handle would:
+    // the peer hears a REJ (or DREQ) and the connector may Connect again.
+    if (connect_ov_) {
+      agent().disconnect(conn_);
+      forget_connection();
+      state_ = State::kFailed;
+      finish(&connect_ov_, ND_CANCELED);
+    }
+    if (complete_ov_) {
+      agent().disconnect(conn_);
+      state_ = State::kDisconnecting;
+      finish(&complete_ov_, ND_CANCELED);
+    }
+    notified(ND_CANCELED);
+    finish(&disconnect_ov_, ND_CANCELED);  // the DREQ still goes; only the wait is canceled
+    return ND_SUCCESS;
+  }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override {
     return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
   }
@@ -95,144 +118,193 @@ class NdConnector final : public Unknown<INDConnector> {
                   SIZE_T data_len, OVERLAPPED* ov) override {
     if (!pep || !ov) return ND_INVALID_PARAMETER;
     if (!addr || addr->sa_family != AF_INET || len < sizeof(sockaddr_in)) return ND_INVALID_ADDRESS;
+    const auto* sa = reinterpret_cast<const sockaddr_in*>(addr);
+    const uint32_t dest = ntohl(sa->sin_addr.s_addr);
+    // Nothing can listen at the wildcard, broadcast or multicast addresses, nor on port 0.
+    if (dest == INADDR_ANY || dest == INADDR_BROADCAST || IN_MULTICAST(dest) || sa->sin_port == 0)
+      return ND_INVALID_ADDRESS;
     if (data_len > kCmConnectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
-    if (conn_) return ND_CONNECTION_ACTIVE;
+    // A failed attempt (refused, timed out, canceled) may be retried on the same connector,
+    // as the SDK's ndconn does after ND_TIMEOUT.
+    if (state_ != State::kIdle && !(state_ == State::kFailed && !passive_)) return ND_CONNECTION_ACTIVE;
     auto* ep = static_cast<NdEndpoint*>(pep);
-    const auto* sa = reinterpret_cast<const sockaddr_in*>(addr);
     CmConnectParams p;
     p.qp = ep->qp();
-    p.dest_ipv4 = ntohl(sa->sin_addr.s_addr);
+    p.dest_ipv4 = dest;
     p.dest_port = ntohs(sa->sin_port);
     p.src_port = ntohs(local_port);
     p.private_data = {static_cast<const uint8_t*>(data), data_len};
     p.responder_resources = uint8_t(ep->limits().inbound_read_limit);
     p.initiator_depth = uint8_t(ep->limits().outbound_read_limit);
     p.defer_rtu = true;  // Connect finishes on the peer's answer; CompleteConnect sends the RTU
+    forget_connection();
+    hold(ep);
+    // Refused locally: the endpoint's QP is not fresh (connected, or flushed into ERROR).
+    const CmConnId id = agent().connect(p, callback());
+    if (id == 0) return ND_INVALID_DEVICE_STATE;
+    conn_ = id;
+    state_ = State::kConnecting;
+    peer_data_.clear();
+    have_data_ = false;
+    disconnected_ = false;
     peer_ = to_sockaddr(p.dest_ipv4, p.dest_port);
-    overlapped_start(ov);
+    local_ = to_sockaddr(adapter_->port()->ipv4(), agent().local_port(id));
+    overlapped_start(ov);  // the answer cannot overtake us: its callback waits for mu_
     connect_ov_ = ov;
-    AddRef();  // the agent's callbacks keep us alive until the connection is over
-    conn_ = agent().connect(p, [this](const CmEvent& e) { on_event(e); });
-    if (!conn_) {
-      connect_ov_ = nullptr;
-      Release();
-      return ND_INVALID_PARAMETER;
-    }
-    local_ = to_sockaddr(adapter_->port()->ipv4(), p.src_port);
     return ND_PENDING;
   }
 
   HRESULT CompleteConnect(OVERLAPPED* ov) override {
     if (!ov) return ND_INVALID_PARAMETER;
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_ || !responded_) return ND_CONNECTION_INVALID;
+    if (state_ != State::kResponded) return ND_CONNECTION_INVALID;
+    if (!agent().complete_connect(conn_)) return ND_CONNECTION_ABORTED;  // the peer gave up meanwhile
+    state_ = State::kCompleting;
     overlapped_start(ov);
     complete_ov_ = ov;
-    if (!agent().complete_connect(conn_)) {
-      complete_ov_ = nullptr;
-      return ND_CONNECTION_ABORTED;
-    }
     return ND_PENDING;
   }
 
   HRESULT Accept(INDEndpoint* pep, const void* data, SIZE_T data_len, OVERLAPPED* ov) override {
     if (!pep || !ov) return ND_INVALID_PARAMETER;
+    // Checked before anything else: the request stays acceptable after this error.
     if (data_len > kCmAcceptDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_ || !passive_) return ND_CONNECTION_INVALID;
+    if (state_ != State::kRequested) return ND_CONNECTION_INVALID;
     auto* ep = static_cast<NdEndpoint*>(pep);
     CmAcceptParams p;
     p.qp = ep->qp();
     p.private_data = {static_cast<const uint8_t*>(data), data_len};
     p.responder_resources = uint8_t(ep->limits().inbound_read_limit);
     p.initiator_depth = uint8_t(ep->limits().outbound_read_limit);
-    overlapped_start(ov);
-    complete_ov_ = ov;
-    AddRef();
-    if (!agent().accept(conn_, p, [this](const CmEvent& e) { on_event(e); })) {
-      complete_ov_ = nullptr;
-      Release();
+    hold(ep);
+    if (!agent().accept(conn_, p, callback())) {
+      // The connecting peer gave up (its REJ came first), or the QP refused the transition.
+      state_ = State::kFailed;
       return ND_CONNECTION_ABORTED;
     }
+    state_ = State::kAccepting;
+    overlapped_start(ov);
+    complete_ov_ = ov;
     return ND_PENDING;
   }
 
   HRESULT Reject(const void* data, SIZE_T data_len) override {
     if (data_len > kCmRejectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_ || !passive_) return ND_CONNECTION_INVALID;
-    agent().reject(conn_, {static_cast<const uint8_t*>(data), data_len});
-    conn_ = 0;
-    return ND_SUCCESS;
+    // The passive side before Accept, or the active side after Connect instead of
+    // CompleteConnect (the v1 Reject page: either peer may reject).
+    if (state_ != State::kRequested && state_ != State::kResponded) return ND_CONNECTION_INVALID;
+    const bool sent = agent().reject(conn_, {static_cast<const uint8_t*>(data), data_len});
+    state_ = State::kFailed;
+    return sent ? ND_SUCCESS : ND_CONNECTION_ABORTED;  // not sent: the peer gave up first
   }
 
   HRESULT GetConnectionData(SIZE_T* in_limit, SIZE_T* out_limit, void* data, SIZE_T* data_len) override {
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_) return ND_CONNECTION_INVALID;
+    // The peer's REQ, REP or REJ: a rejected Connect can still read why.
+    if (!have_data_) return ND_CONNECTION_INVALID;
     // The peer's view: what it lets us read (its responder resources) and what it will read.
     if (in_limit) *in_limit = peer_initiator_depth_;
     if (out_limit) *out_limit = peer_responder_resources_;
     if (data_len) {
+      // Too small a buffer still gets what fits (the SDK's ndmpic uses it), and the full length.
       const SIZE_T have = peer_data_.size();
-      if (*data_len < have || (have && !data)) {
-        *data_len = have;
-        return ND_BUFFER_OVERFLOW;
-      }
-      if (have) std::memcpy(data, peer_data_.data(), have);
+      const SIZE_T room = data ? *data_len : 0;
+      if (room && have) std::memcpy(data, peer_data_.data(), std::min(room, have));
       *data_len = have;
+      if (room < have) return ND_BUFFER_OVERFLOW;
     }
     return ND_SUCCESS;
   }
 
   HRESULT GetLocalAddress(sockaddr* out, SIZE_T* len) override {
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_) return ND_CONNECTION_INVALID;
+    if (state_ == State::kIdle) return ND_CONNECTION_INVALID;
     return put_address(local_, out, len);
   }
   HRESULT GetPeerAddress(sockaddr* out, SIZE_T* len) override {
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_) return ND_CONNECTION_INVALID;
+    if (state_ == State::kIdle) return ND_CONNECTION_INVALID;
     return put_address(peer_, out, len);
   }
 
   HRESULT NotifyDisconnect(OVERLAPPED* ov) override {
     if (!ov) return ND_INVALID_PARAMETER;
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_) return ND_CONNECTION_INVALID;
-    overlapped_start(ov);
-    if (disconnected_) {
-      overlapped_complete(ov, ND_SUCCESS);
-      return ND_SUCCESS;
+    switch (state_) {
+      case State::kResponded:
+      case State::kCompleting:
+      case State::kAccepting:
+      case State::kConnected:
+      case State::kDisconnecting:
+        if (!disconnected_) {
+          overlapped_start(ov);
+          notify_ovs_.push_back(ov);
+          return ND_PENDING;
+        }
+        [[fallthrough]];
+      case State::kDisconnected:
+        overlapped_start(ov);
+        overlapped_complete(ov, ND_SUCCESS);
+        return ND_SUCCESS;
+      default:
+        return ND_CONNECTION_INVALID;
     }
-    notify_ov_ = ov;
-    return ND_PENDING;
   }
 
   HRESULT Disconnect(OVERLAPPED* ov) override {
     if (!ov) return ND_INVALID_PARAMETER;
     std::lock_guard<std::mutex> g(mu_);
-    if (!conn_) return ND_CONNECTION_INVALID;
+    switch (state_) {
+      case State::kConnecting:
+        // Not answered yet: the attempt is abandoned (REJ to the peer).
+        agent().disconnect(conn_);
+        forget_connection();
+        state_ = State::kFailed;
+        finish(&connect_ov_, ND_CONNECTION_ABORTED);
+        break;
+      case State::kRequested:
+        agent().disconnect(conn_);  // a consumer REJ, as Reject
+        state_ = State::kFailed;
+        break;
+      case State::kResponded:
+      case State::kCompleting:
+      case State::kAccepting:
+      case State::kConnected:
+        if (disconnected_) {  // the peer went first: our QP is already in ERROR
+          state_ = State::kDisconnected;
+          break;
+        }
+        state_ = State::kDisconnecting;
+        if (!agent().disconnect(conn_)) {
+          state_ = State::kDisconnected;
+          break;
+        }
+        overlapped_start(ov);
+        disconnect_ov_ = ov;
+        return ND_PENDING;
+      case State::kDisconnected:
+        break;
+      default:  // never connected, failed, or a Disconnect already under way
+        return ND_CONNECTION_INVALID;
+    }
     overlapped_start(ov);
-    if (disconnected_) {  // the peer went first: our QP is already in ERROR
-      overlapped_complete(ov, ND_SUCCESS);
-      return ND_SUCCESS;
-    }
-    disconnect_ov_ = ov;
-    if (!agent().disconnect(conn_)) {
-      disconnect_ov_ = nullptr;
-      overlapped_complete(ov, ND_SUCCESS);
-      return ND_SUCCESS;
-    }
-    return ND_PENDING;
+    overlapped_complete(ov, ND_SUCCESS);
+    return ND_SUCCESS;
   }
 
   /// The listener hands over a request (passive side).
   void take_request(const CmRequest& r) {
     std::lock_guard<std::mutex> g(mu_);
+    forget_connection();
     conn_ = r.conn;
+    state_ = State::kRequested;
     passive_ = true;
+    disconnected_ = false;
     peer_data_ = r.private_data;
+    have_data_ = true;
     peer_initiator_depth_ = r.initiator_depth;
     peer_responder_resources_ = r.responder_resources;
     peer_ = to_sockaddr(r.peer_ipv4, r.peer_port);
@@ -241,73 +313,166 @@ class NdConnector final : public Unknown<INDConnector> {
 
  protected:
   ~NdConnector() override {
-    if (conn_ && !disconnected_) agent().disconnect(conn_);
+    {
+      // From here on no callback reaches us; one running now finishes first.
+      std::lock_guard<std::mutex> g(link_->mu);
+      link_->self = nullptr;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    // The last Release closes the connector as closing its handle would on Windows: a
+    // connection still being made is refused (the peer's Accept fails at once, never hangs),
+    // an established one is disconnected, and pending requests complete as canceled.
+    switch (state_) {
+      case State::kConnecting:
+      case State::kResponded:
+      case State::kCompleting:
+      case State::kRequested:
+      case State::kAccepting:
+      case State::kConnected:
+        if (!disconnected_) agent().disconnect(conn_);
+        break;
+      default:
+        break;
+    }
+    forget_connection();
+    for (OVERLAPPED** ov : {&connect_ov_, &complete_ov_, &disconnect_ov_}) finish(ov, ND_CANCELED);
+    notified(ND_CANCELED);
+    if (ep_) ep_->Release();
     adapter_->Release();
   }
   bool implements(REFIID riid) const override { return riid == IID_INDConnector || riid == IID_INDOverlapped; }
 
  private:
+  enum class State : uint8_t {
+    kIdle,           ///< fresh
+    kConnecting,     ///< active: REQ out, Connect pending
+    kResponded,      ///< active: REP in (Connect done); CompleteConnect or Reject next
+    kCompleting,     ///< active: RTU out, CompleteConnect pending
+    kRequested,      ///< passive: a request handed over; Accept or Reject next
+    kAccepting,      ///< passive: REP out, Accept pending until the RTU
+    kConnected,
+    kDisconnecting,  ///< our DREQ out (or the connection aborted), waiting for its end
+    kDisconnected,
+    kFailed,         ///< the attempt ended without a connection (refused, rejected, timed out)
+  };
+
+  /// Callbacks hold the link, not a reference: the application's last Release must reach the
+  /// destructor even while the agent still knows the connection.
+  struct Link {
+    std::mutex mu;
+    NdConnector* self = nullptr;
+  };
+
   CmAgent& agent() { return *adapter_->cm(); }
 
+  CmCallback callback() {
+    return [link = link_](const CmEvent& e) {
+      std::lock_guard<std::mutex> g(link->mu);
+      if (link->self) link->self->on_event(e);
+    };
+  }
+
+  /// Keeps the endpoint (its QP) alive while the agent may still move it (caller holds mu_;
+  /// any connection on the previous one is forgotten already).
+  void hold(NdEndpoint* ep) {
+    if (ep == ep_) return;
+    if (ep_) ep_->Release();
+    ep->AddRef();
+    ep_ = ep;
+  }
+
+  /// The agent lets go of our QP and callback; the connection itself runs on (caller holds mu_).
+  void forget_connection() {
+    if (conn_) agent().detach(conn_);
+    conn_ = 0;
+  }
+
   void on_event(const CmEvent& e) {
-    bool release = false;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      switch (e.kind) {
-        case CmEventKind::kConnectResponse:
-          responded_ = true;
+    std::lock_guard<std::mutex> g(mu_);
+    if (e.conn != conn_) return;  // an attempt we abandoned
+    switch (e.kind) {
+      case CmEventKind::kConnectResponse:
+        if (state_ != State::kConnecting) break;
+        state_ = State::kResponded;
+        peer_data_ = e.private_data;
+        have_data_ = true;
+        finish(&connect_ov_, ND_SUCCESS);
+        break;
+      case CmEventKind::kEstablished:
+        if (state_ == State::kCompleting || state_ == State::kAccepting) state_ = State::kConnected;
+        finish(&complete_ov_, ND_SUCCESS);
+        break;
+      case CmEventKind::kDisconnected:
+      case CmEventKind::kDisconnectDone:
+        disconnected_ = true;
+        if (state_ != State::kFailed) state_ = State::kDisconnected;
+        // A connection that ends before it was up fails the request still waiting for it.
+        finish(&connect_ov_, ND_CONNECTION_ABORTED);
+        finish(&complete_ov_, ND_CONNECTION_ABORTED);
+        notified(ND_SUCCESS);
+        if (e.kind == CmEventKind::kDisconnectDone) finish(&disconnect_ov_, ND_SUCCESS);
+        break;
+      default: {  // refused, rejected, timeout, unreachable, error: the attempt is over
+        if (e.kind == CmEventKind::kRejected || e.kind == CmEventKind::kRefused) {
           peer_data_ = e.private_data;
-          finish(&connect_ov_, ND_SUCCESS);
-          break;
-        case CmEventKind::kEstablished:
-          finish(&complete_ov_, ND_SUCCESS);
-          break;
-        case CmEventKind::kDisconnected:
-          disconnected_ = true;
-          finish(&notify_ov_, ND_SUCCESS);
-          break;
-        case CmEventKind::kDisconnectDone:
-          disconnected_ = true;
-          finish(&disconnect_ov_, ND_SUCCESS);
-          finish(&notify_ov_, ND_SUCCESS);
-          release = true;  // the connection is over: no more callbacks
-          break;
-        default:  // refused, rejected, timeout, unreachable, error: the attempt is over
-          if (e.kind == CmEventKind::kRejected) peer_data_ = e.private_data;
-          finish(&connect_ov_, connect_status(e));
-          finish(&complete_ov_, connect_status(e));
-          conn_ = 0;
-          release = true;
-          break;
+          have_data_ = true;
+        }
+        HRESULT hr = connect_status(e);
+        // A passive side whose REP went unanswered: the connecting peer is gone. ND_TIMEOUT
+        // has success severity, and an Accept must not look as if it had succeeded.
+        if (passive_ && hr == ND_TIMEOUT) hr = ND_CONNECTION_ABORTED;
+        state_ = State::kFailed;
+        finish(&connect_ov_, hr);
+        finish(&complete_ov_, hr);
+        notified(ND_SUCCESS);
+        break;
       }
     }
-    if (release) Release();
   }
 
   static void finish(OVERLAPPED** ov, HRESULT hr) {
     if (*ov) overlapped_complete(*ov, hr);
     *ov = nullptr;
   }
+  /// Completes every pending NotifyDisconnect (caller holds mu_).
+  void notified(HRESULT hr) {
+    for (OVERLAPPED* ov : notify_ovs_) overlapped_complete(ov, hr);
+    notify_ovs_.clear();
+  }
 
   NdAdapter* adapter_;
+  std::shared_ptr<Link> link_ = std::make_shared<Link>();
   std::mutex mu_;
+  State state_ = State::kIdle;
   CmConnId conn_ = 0;
+  NdEndpoint* ep_ = nullptr;  ///< the endpoint of our latest Connect or Accept (a reference)
   bool passive_ = false;
-  bool responded_ = false;
-  bool disconnected_ = false;
+  bool disconnected_ = false;  ///< the connection is over (either side ended it)
+  bool have_data_ = false;     ///< peer_data_ holds what the peer sent
   std::vector<uint8_t> peer_data_;
   SIZE_T peer_initiator_depth_ = 0, peer_responder_resources_ = 0;
   sockaddr_in local_{}, peer_{};
   OVERLAPPED* connect_ov_ = nullptr;
   OVERLAPPED* complete_ov_ = nullptr;
-  OVERLAPPED* notify_ov_ = nullptr;
+  std::vector<OVERLAPPED*> notify_ovs_;  ///< NotifyDisconnect requests: all end together
   OVERLAPPED* disconnect_ov_ = nullptr;
 };
 
 class NdListen final : public Unknown<INDListen> {
  public:
-  explicit NdListen(NdAdapter* adapter) : adapter_(adapter) { adapter_->AddRef(); }
+  /// The agent's request callback holds this, not the listener: a request queued just as the
+  /// listener goes away must not reach a deleted listener.
+  struct Link {
+    std::mutex mu;
+    NdListen* self = nullptr;
+  };
+
+  explicit NdListen(NdAdapter* adapter) : adapter_(adapter) {
+    adapter_->AddRef();
+    link_->self = this;
+  }
   void set_port(uint16_t port) { port_.store(port, std::memory_order_release); }
+  std::shared_ptr<Link> link() const { return link_; }
 
   HRESULT CancelOverlappedRequests() override {
     std::deque<std::pair<NdConnector*, OVERLAPPED*>> waiting;
@@ -356,9 +521,12 @@ class NdListen final : public Unknown<INDListen> {
     }
   }
 
-
  protected:
   ~NdListen() override {
+    {
+      std::lock_guard<std::mutex> g(link_->mu);
+      link_->self = nullptr;
+    }
     adapter_->cm()->unlisten(port_.load());
     CancelOverlappedRequests();
     adapter_->Release();
@@ -367,6 +535,7 @@ class NdListen final : public Unknown<INDListen> {
 
  private:
   NdAdapter* adapter_;
+  std::shared_ptr<Link> link_ = std::make_shared<Link>();
   std::atomic<uint16_t> port_{0};  ///< 0 until listen() has answered
   std::mutex mu_;
   std::deque<std::pair<NdConnector*, OVERLAPPED*>> waiting_;
@@ -385,7 +554,10 @@ HRESULT NdAdapter::Listen(SIZE_T, INT, USHORT port, USHORT* assigned, INDListen*
   auto* l = new NdListen(this);
   // A request that comes before set_port() stays in the agent's queue: the next
   // GetConnectionRequest (or request) matches it.
-  const uint16_t got = cm()->listen(ntohs(port), [l](uint16_t) { l->match(); });
+  const uint16_t got = cm()->listen(ntohs(port), [link = l->link()](uint16_t) {
+    std::lock_guard<std::mutex> g(link->mu);
+    if (link->self) link->self->match();
+  });
   if (got == 0) {
     l->Release();
     return ND_ADDRESS_ALREADY_EXISTS;

@@ -200,6 +200,8 @@ void Device::destroy_cq(Cq* cq) {
   }
 }
 
+size_t Device::qp_count() const { return impl_->qps.size(); }
+
 Qp* Device::create_qp(const QpCaps& caps) {
   DeviceImpl& d = *impl_;
   if (!caps.send_cq || !caps.recv_cq || caps.max_send_sge > kMaxSge || caps.max_recv_sge > kMaxSge ||
@@ -211,11 +213,12 @@ Qp* Device::create_qp(const QpCaps& caps) {
     if (d.qp_table[kGsiQpn].load(std::memory_order_relaxed)) return nullptr;
     qpn = kGsiQpn;
   } else {
-    for (uint32_t n = d.next_qpn; n < d.qp_table_size; n++) {
-      if (!d.qp_table[n].load(std::memory_order_relaxed)) {
-        qpn = n;
-        break;
-      }
+    // Round robin from the last one given out, wrapping, so a QPN comes back as late as
+    // possible (a stale packet for an old connection then finds nobody, or a new PSN space).
+    const uint32_t span = d.qp_table_size - kFirstQpn;
+    for (uint32_t i = 0; i < span && qpn == 0; i++) {
+      const uint32_t n = kFirstQpn + (d.next_qpn - kFirstQpn + i) % span;
+      if (!d.qp_table[n].load(std::memory_order_relaxed)) qpn = n;
     }
     if (qpn == 0) return nullptr;
     d.next_qpn = qpn + 1;

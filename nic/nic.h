@@ -94,6 +94,8 @@ class Device {
 
   /// A QP in RESET; nullptr for bad caps, a full table, or a second GSI QP.
   Qp* create_qp(const QpCaps& caps);
+  /// QPs that exist (QP1 included).
+  size_t qp_count() const;
   void destroy_qp(Qp* qp);
 
   /// Engine counters summed over the shards (exact once they are quiet).

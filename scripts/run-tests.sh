@@ -15,7 +15,7 @@ meson test -C "$build" --print-errorlogs "$@"
 rc=$?
 
 if [ "${NDNIC_SANITIZE:-1}" != 0 ] && [ $# -eq 0 ]; then
-  echo "== the unit and nic suites again under ASan + UBSan ($asan)"
+  echo "== the unit, nic and ND suites again under ASan + UBSan ($asan)"
   if [ ! -f "$asan/build.ninja" ]; then
     # b_lundef=false: the sanitizer runtimes resolve some symbols only at load time.
     meson setup "$asan" -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
@@ -24,8 +24,10 @@ if [ "${NDNIC_SANITIZE:-1}" != 0 ] && [ $# -eq 0 ]; then
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export ASAN_OPTIONS=detect_leaks=0  # DPDK's EAL keeps its allocations until exit by design
   if ninja -C "$asan" tests/unit/test_codec tests/unit/test_crc tests/unit/test_memory \
-       tests/unit/test_fault tests/nic/test_nic >/dev/null; then
-    meson test -C "$asan" --no-rebuild --print-errorlogs codec crc memory fault nic_transport || rc=1
+       tests/unit/test_fault tests/nic/test_nic tests/nd_frontend/test_nd_frontend \
+       tests/nd_frontend/test_nd_connection >/dev/null; then
+    meson test -C "$asan" --no-rebuild --print-errorlogs codec crc memory fault nic_transport nd_frontend \
+      nd_connection || rc=1
     logs+=("$asan/meson-logs/testlog.json")
   else
     echo "sanitizer build failed"

@@ -485,6 +485,117 @@ TEST_F(CmAgentTest, PeerThatVanishesStillEndsTheDisconnect) {
   EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, nullptr, 0));
 }
 
+// ---- giving up before the RTU (ND Reject / Release on the active side) ---------------------
+
+TEST_F(CmAgentTest, ActiveSideRejectsTheRep) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb, /*defer_rtu=*/true);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  const auto why = text("limits not acceptable");
+  ASSERT_TRUE(a.cm->reject(ida, why));
+  EXPECT_EQ(a.qp->state(), nic::QpState::kError) << "the QP was in RTR with the REP's values";
+  EXPECT_EQ(a.cm->state(ida), CmState::kTimewait);
+  EXPECT_FALSE(a.cm->reject(ida, {})) << "once";
+  EXPECT_FALSE(a.cm->complete_connect(ida));
+  CmEvent e;
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, &e)) << b.ev.kinds();
+  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
+  EXPECT_TRUE(starts_with(e.private_data, why));
+  EXPECT_TRUE(qp_reaches(b.qp, nic::QpState::kError));
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, nullptr, 0));
+}
+
+TEST_F(CmAgentTest, DisconnectBeforeCompleteConnectIsAReject) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb, /*defer_rtu=*/true);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  // Linux cm_destroy_id in REP_RCVD: a consumer REJ, which ends B's accept at once (not a
+  // DREQ, and not B's REP retries running out: kDisconnected or kTimeout).
+  CmEvent e;
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, &e)) << b.ev.kinds();
+  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
+  EXPECT_EQ(a.qp->state(), nic::QpState::kError);
+}
+
+TEST_F(CmAgentTest, LostRejOfTheRepIsSentAgain) {
+  // A's REJ of the REP is lost: B's REP retry finds A in TIMEWAIT and gets the REJ again.
+  std::atomic<int> rejs{0};
+  CmConfig ca = fast_config(8);
+  ca.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRej && rejs++ == 0; };
+  // A's TIMEWAIT (ACK timeout + its REQ timer: 256 + 130 ms) well over B's REP retry period
+  // (128 ms), so that the retry finds it even on a loaded machine. After TIMEWAIT the REP
+  // would get a REJ all the same (unknown comm ID: kRefused), just not this one.
+  ca.ack_timeout = 16;
+  start_agents(std::move(ca), fast_config(8));
+  CmConnId ida, idb;
+  establish(&ida, &idb, /*defer_rtu=*/true);
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.cm->reject(ida, {}));
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected)) << b.ev.kinds();
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kTimeout, nullptr, 0));
+  EXPECT_GE(rejs.load(), 2);
+  EXPECT_GE(b.cm->counters().retransmits, 1u) << "the REP again";
+  EXPECT_GE(a.cm->counters().duplicates, 1u) << "the REJ again, from TIMEWAIT";
+}
+
+TEST_F(CmAgentTest, RequestWithdrawnByItsSenderCannotBeAnswered) {
+  start_agents();
+  const uint16_t port = b.cm->listen(0);
+  ASSERT_NE(port, 0);
+  CmConnectParams p;
+  p.qp = a.qp;
+  p.dest_ipv4 = kIpB;
+  p.dest_port = port;
+  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  ASSERT_NE(ida, 0u);
+  CmRequest r;
+  ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
+  // A gives up while B holds the request: its REJ names only A's comm ID.
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  EXPECT_EQ(a.qp->state(), nic::QpState::kInit) << "left for another try";
+  const auto end = Clock::now() + std::chrono::milliseconds(kWaitMs);
+  while (b.cm->state(r.conn) == CmState::kReqRcvd && Clock::now() < end) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(b.cm->state(r.conn), CmState::kTimewait);
+  CmAcceptParams ap;
+  ap.qp = b.qp;
+  EXPECT_FALSE(b.cm->accept(r.conn, ap, b.ev.cb())) << "no REP to a peer that gave up";
+  EXPECT_FALSE(b.cm->reject(r.conn, {}));
+  EXPECT_EQ(b.qp->state(), nic::QpState::kReset);
+
+  // The same with the request still queued: it never reaches get_request(). A MAD is counted
+  // under the lock it is handled under, so the count says when each one is through.
+  const auto received = [&](uint64_t n) {
+    const auto until = Clock::now() + std::chrono::milliseconds(kWaitMs);
+    while (b.cm->counters().mads_received < n && Clock::now() < until) std::this_thread::sleep_for(1ms);
+    return b.cm->counters().mads_received >= n;
+  };
+  const uint64_t before = b.cm->counters().mads_received;
+  const CmConnId ida2 = a.cm->connect(p, a.ev.cb());
+  ASSERT_NE(ida2, 0u);
+  ASSERT_TRUE(received(before + 1));  // the REQ, queued
+  ASSERT_TRUE(a.cm->disconnect(ida2));
+  ASSERT_TRUE(received(before + 2));  // its REJ
+  EXPECT_FALSE(b.cm->get_request(port, &r, 0));
+}
+
+TEST_F(CmAgentTest, DetachedConnectionLeavesTheQpAlone) {
+  start_agents();
+  CmConnId ida, idb;
+  establish(&ida, &idb);
+  EXPECT_GE(a.cm->local_port(ida), 32768) << "the ephemeral port rdma_cm would bind";
+  EXPECT_EQ(a.cm->local_port(0), 0);
+  a.cm->detach(ida);
+  ASSERT_TRUE(a.cm->disconnect(ida));
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+  EXPECT_EQ(a.qp->state(), nic::QpState::kRts) << "the agent no longer moves it";
+  EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnectDone, nullptr, 200)) << "nor calls back";
+}
+
 // ---- on the wire --------------------------------------------------------------------------
 
 struct WireMad {

@@ -14,6 +14,7 @@
 #include "nd_frontend/nd.h"
 #include "nd_frontend/ndnic_ext.h"
 #include "nd_frontend/testing.h"
+#include "nic/fault.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 
@@ -30,6 +31,7 @@ struct Side {
   INDEndpoint* ep = nullptr;
   std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 20);
   ND_MR_HANDLE mr = nullptr;
+  OVERLAPPED notify_ov{};  ///< a NotifyDisconnect that may still be pending at TearDown
 };
 
 class Nd : public ::testing::Test {
@@ -486,8 +488,7 @@ TEST_F(Nd, ExtensionImmediateDataAndAtomics) {
   for (auto& r : rr) ASSERT_EQ(xb->ReceiveExt(&r, &in, 1), ND_SUCCESS);
   ND_RESULT s1, s2, s3;
   ND_SGE out = sge(a, 0, 7);
-  ASSERT_EQ(xa->SendWithImmediate(&s1, &out, 1, 0xA1B2C3D4, 0), ND_SUCCESS);
-  // WRITE with immediate into B's window, then a zero-length one.
+  // B's window first (its bind result must not mix with the receives below).
   ND_RESULT inv{}, bind_r{};
   INDMemoryWindow* mw = nullptr;
   ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
@@ -496,6 +497,9 @@ TEST_F(Nd, ExtensionImmediateDataAndAtomics) {
                        ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE | NDNIC_OP_FLAG_ALLOW_ATOMIC, &desc),
             ND_SUCCESS);
   ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ASSERT_EQ(bind_r.Status, ND_SUCCESS);
+  ASSERT_EQ(xa->SendWithImmediate(&s1, &out, 1, 0xA1B2C3D4, 0), ND_SUCCESS);
+  // WRITE with immediate into B's window, then a zero-length one.
   for (int i = 0; i < 100; i++) a.buf[100 + i] = uint8_t(i + 1);
   ND_SGE w = sge(a, 100, 100);
   ASSERT_EQ(xa->WriteWithImmediate(&s2, &w, 1, &desc, 8, 7, 0), ND_SUCCESS);
@@ -842,6 +846,57 @@ TEST_F(Nd, LargeWindowReadsAndWritesMovesEveryByte) {
   a.ep = b.ep = nullptr;
   ASSERT_EQ(a.adapter->DeregisterMemory(mra, &ov), ND_SUCCESS);
   ASSERT_EQ(b.adapter->DeregisterMemory(mrb, &ov), ND_SUCCESS);
+}
+
+
+TEST_F(Nd, PeerThatVanishesShowsThroughNotifyDisconnectAndNothingHangs) {
+  // Connected through the CM, on the wire.
+  INDListen* listen = nullptr;
+  USHORT assigned = 0;
+  ASSERT_EQ(b.adapter->Listen(0, 0, htons(7002), &assigned, &listen), ND_SUCCESS);
+  OVERLAPPED ovr{}, ovc{}, ova{}, ovcc{};
+  ASSERT_EQ(listen->GetConnectionRequest(b.conn, &ovr), ND_PENDING);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(7002);
+  to.sin_addr.s_addr = htonl(b.port.ipv4());
+  ASSERT_EQ(a.conn->Connect(a.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &ovc), ND_PENDING);
+  SIZE_T bytes;
+  ASSERT_EQ(listen->GetOverlappedResult(&ovr, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
+  ASSERT_EQ(a.conn->GetOverlappedResult(&ovc, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
+  ASSERT_EQ(a.conn->GetOverlappedResult(&ovcc, &bytes, TRUE), ND_SUCCESS);
+  ASSERT_EQ(b.conn->GetOverlappedResult(&ova, &bytes, TRUE), ND_SUCCESS);
+  OVERLAPPED& ovn = a.notify_ov;  // outlives this body: the connector completes it on release
+  ASSERT_EQ(a.conn->NotifyDisconnect(&ovn), ND_PENDING);
+
+  // B's host goes silent: nothing it sends reaches the wire any more (no ACK, no CM MAD).
+  nic::FaultConfig gone;
+  gone.tx.drop = 1.0;
+  b.dev.set_faults(&gone);
+  ND_RESULT pending_recv, s1, s2;
+  ND_SGE in = sge(a, 0, 64), out = sge(a, 64, 64);
+  ASSERT_EQ(a.ep->Receive(&pending_recv, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&s1, &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&s2, &out, 1, 0), ND_SUCCESS);
+  auto ra = results(a.cq, 3, 20000);
+  ASSERT_EQ(ra.size(), 3u);  // every outstanding request ends
+  EXPECT_EQ(s1.Status, ND_TIMEOUT);  // the transport's retries ran out
+  EXPECT_EQ(s2.Status, ND_CANCELED);
+  EXPECT_EQ(pending_recv.Status, ND_CANCELED);
+  // ... and the connector says the connection is gone.
+  const auto t0 = std::chrono::steady_clock::now();
+  HRESULT hr = ND_PENDING;
+  while (hr == ND_PENDING && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10)) {
+    hr = a.conn->GetOverlappedResult(&ovn, &bytes, FALSE);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(hr, ND_SUCCESS);
+  ND_RESULT late;
+  EXPECT_EQ(a.ep->Send(&late, &out, 1, 0), ND_CONNECTION_INVALID);
+  b.dev.set_faults(nullptr);
+  listen->Release();
 }
 
 }  // namespace

@@ -188,3 +188,33 @@ TEST_F(Wire, AckRequestsAndCoalescedAcks) {
 
 }  // namespace
 }  // namespace ndnic::nic::testing
+
+namespace ndnic::nic::testing {
+namespace {
+
+// QP numbers are handed out round robin and come back once the table wraps: creating and
+// destroying more QPs than the device holds never runs out.
+TEST_F(Wire, QpNumbersWrapAroundTheTable) {
+  QpCaps caps;
+  caps.send_cq = a->scq;
+  caps.recv_cq = a->rcq;
+  caps.pd = a->pd;
+  const size_t before = a->dev.qp_count();
+  uint32_t first = 0, last = 0;
+  bool wrapped = false;
+  for (int i = 0; i < 1100; i++) {  // the device's table holds 1024
+    Qp* q = a->dev.create_qp(caps);
+    ASSERT_NE(q, nullptr) << "creation " << i;
+    if (i == 0) first = q->qpn();
+    if (i > 0 && q->qpn() < last) wrapped = true;
+    last = q->qpn();
+    EXPECT_EQ(a->dev.qp_count(), before + 1);
+    a->dev.destroy_qp(q);
+  }
+  EXPECT_TRUE(wrapped);
+  EXPECT_NE(first, 0u);
+  EXPECT_EQ(a->dev.qp_count(), before);
+}
+
+}  // namespace
+}  // namespace ndnic::nic::testing
