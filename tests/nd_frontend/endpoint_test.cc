@@ -899,4 +899,32 @@ TEST_F(Nd, PeerThatVanishesShowsThroughNotifyDisconnectAndNothingHangs) {
   listen->Release();
 }
 
+
+TEST_F(Nd, NotifyCancelCompletesOnlyThatCqsRequests) {
+  // ndcq: two CQs, Notify on both, cancel one then the other, in both orders; two Notifies on
+  // one CQ are both canceled by one call.
+  INDCompletionQueue* cq2 = nullptr;
+  ASSERT_EQ(a.adapter->CreateCompletionQueue(16, &cq2), ND_SUCCESS);
+  SIZE_T bytes;
+  for (int i = 0; i < 200; i++) {
+    INDCompletionQueue* first = i % 2 ? cq2 : a.cq;
+    INDCompletionQueue* second = i % 2 ? a.cq : cq2;
+    OVERLAPPED o1{}, o2{};
+    ASSERT_EQ(first->Notify(ND_CQ_NOTIFY_ANY, &o1), ND_PENDING);
+    ASSERT_EQ(second->Notify(ND_CQ_NOTIFY_ANY, &o2), ND_PENDING);
+    ASSERT_EQ(first->CancelOverlappedRequests(), ND_SUCCESS);
+    ASSERT_EQ(first->GetOverlappedResult(&o1, &bytes, TRUE), ND_CANCELED);
+    ASSERT_EQ(second->GetOverlappedResult(&o2, &bytes, FALSE), ND_PENDING) << i;
+    ASSERT_EQ(second->CancelOverlappedRequests(), ND_SUCCESS);
+    ASSERT_EQ(second->GetOverlappedResult(&o2, &bytes, TRUE), ND_CANCELED);
+  }
+  OVERLAPPED o1{}, o2{};
+  ASSERT_EQ(cq2->Notify(ND_CQ_NOTIFY_ANY, &o1), ND_PENDING);
+  ASSERT_EQ(cq2->Notify(ND_CQ_NOTIFY_ERRORS, &o2), ND_PENDING);
+  ASSERT_EQ(cq2->CancelOverlappedRequests(), ND_SUCCESS);
+  EXPECT_EQ(cq2->GetOverlappedResult(&o1, &bytes, TRUE), ND_CANCELED);
+  EXPECT_EQ(cq2->GetOverlappedResult(&o2, &bytes, TRUE), ND_CANCELED);
+  cq2->Release();
+}
+
 }  // namespace
