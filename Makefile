@@ -27,7 +27,7 @@ test: build hugepages
 	@scripts/run-tests.sh $(BUILD) $(MESON_TEST_ARGS)
 
 demo: build hugepages
-	$(BUILD)/tools/glue_demo/glue_demo
+	$(BUILD)/tools/nd_demo/nd_demo
 
 bench: build hugepages
 	@for b in $(BUILD)/perf/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done
