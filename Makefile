@@ -30,7 +30,7 @@ demo: build hugepages
 	$(BUILD)/tools/nd_demo/nd_demo
 
 bench: build hugepages
-	@for b in $(BUILD)/perf/bench_*; do [ -x "$$b" ] && "$$b" || exit 1; done
+	@for b in $(BUILD)/perf/bench_*; do [ -f "$$b" ] && [ -x "$$b" ] || continue; "$$b" || exit 1; done
 
 clean:
 	rm -rf $(BUILD)

@@ -42,7 +42,8 @@ HRESULT NdEndpoint::Flush() {
 void NdEndpoint::SubmitRequestBatch() {
   batching_ = false;
   if (batch_.empty()) return;
-  qp_->post_send_burst(batch_.data(), unsigned(batch_.size()));  // room was checked per request
+  // Room was checked per request; the batch counts as posted like single requests do.
+  if (qp_->post_send_burst(batch_.data(), unsigned(batch_.size()))) sends_posted_ += batch_.size();
   batch_.clear();
 }
 

@@ -359,6 +359,21 @@ TEST_F(Nd, BatchAndFlush) {
   a.ep->SubmitRequestBatch();
   EXPECT_EQ(results(b.cq, 4).size(), 4u);
   EXPECT_EQ(results(a.cq, 4).size(), 4u);
+  // A batch counts against the outbound limit like single posts: later requests still fit.
+  for (int round = 0; round < 3; round++) {
+    for (auto& r : rr) ASSERT_EQ(b.ep->Receive(&r, &in, 1), ND_SUCCESS);
+    a.ep->StartRequestBatch();
+    for (auto& s : ss) ASSERT_EQ(a.ep->Send(&s, &out, 1, 0), ND_SUCCESS) << round;
+    a.ep->SubmitRequestBatch();
+    ASSERT_EQ(results(b.cq, 4).size(), 4u);
+    ASSERT_EQ(results(a.cq, 4).size(), 4u);
+  }
+  ND_RESULT single;
+  ASSERT_EQ(b.ep->Receive(&rr[0], &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&single, &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(single.Status, ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
   // Flush: outstanding receives complete as canceled.
   ND_RESULT pending[2];
   for (auto& p : pending) ASSERT_EQ(b.ep->Receive(&p, &in, 1), ND_SUCCESS);

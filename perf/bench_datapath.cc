@@ -1,0 +1,403 @@
+// The packet path, per packet, on two devices over a net_ring pair (A sends to B), polled from
+// this thread:
+//
+// - responder: the engine's own RX entry point, Shard::process_frame (decode, dispatch to the
+//   QP, the responder's checks, placement or the receive's scatter, its completion, the ACK it
+//   builds), then responder_run (READ responses, deferred requests) and the TX flush, once per
+//   RX burst as the poll loop does. The frames are built beforehand as a PMD would deliver them
+//   (mbufs from B's pool holding A's requests with consecutive PSNs), outside the timing.
+// - requester: requester_run (FETCH with its L_Key checks, segmentation, building each packet:
+//   mbuf, headers, payload gather, ICRC) and the TX flush, on work requests posted beforehand.
+// - stream: everything, end to end: post, both engines, ACKs, the completer, the CQs.
+//
+// The stage functions are driven as the shard's own poll loop drives them (the devices have no
+// worker lcores, so this thread is their lcore); nothing in nic/ is changed for it. After every
+// pass the untimed part lets the real engines finish the exchange (ACKs back, completions) and
+// checks that every packet arrived and every request succeeded.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "nic/engine.h"
+#include "nic/nic.h"
+#include "pmd_glue/pmd_glue.h"
+#include "wire/packet.h"
+
+namespace ndnic::nic {
+namespace {
+
+constexpr uint32_t kMtu = 1024;                 ///< rxe's default path MTU
+constexpr uint32_t kBufSize = 1 << 20;
+constexpr uint32_t kQueueDepth = 1024;          ///< send and receive rings, CQs
+constexpr uint32_t kPsnA = 0x100;               ///< A's first PSN (B's expected PSN)
+constexpr uint32_t kPsnB = 0x200;
+constexpr uint32_t kRespPassPackets = 256;      ///< responder pass: packets it handles
+constexpr uint32_t kReqPassPackets = 128;       ///< requester / stream pass: under the 256-PSN window
+constexpr uint32_t kIpA = 0xC6125201;           ///< 198.18.82.1
+constexpr uint32_t kIpB = 0xC6125202;
+constexpr double kMinTime = 0.1;                ///< each pass is tens of microseconds of work
+
+enum class Op { kSend, kWrite, kRead };
+
+/// One message shape: what A asks of B, and how long the message is.
+struct Shape {
+  Op op;
+  uint32_t len;
+  uint32_t packets() const { return len == 0 ? 1 : (len + kMtu - 1) / kMtu; }
+  const char* name() const { return op == Op::kSend ? "SEND" : op == Op::kWrite ? "WRITE" : "READ"; }
+};
+
+struct Node {
+  glue::Port port;
+  Device dev;
+  uint32_t pd = 0;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
+  MrKeys mr;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  Qp* qp = nullptr;
+  Shard& shard() { return *dev.impl()->shards[0]; }
+  Qp::Impl& qpi() { return *qp->impl(); }
+};
+
+/// Frees whatever the port has received; returns how many RoCE frames that was.
+unsigned drain_port(glue::Port& port) {
+  unsigned n = 0;
+  rte_mbuf* m[32];
+  for (uint16_t k; (k = port.rx_burst(m, 32)) != 0; n += k) rte_pktmbuf_free_bulk(m, k);
+  return n;
+}
+
+/// Takes n completions from `cq` (no engine runs here: they must be queued already) and checks
+/// each succeeded with `len` bytes.
+bool take_completions(Cq* cq, uint32_t n, uint32_t len) {
+  Completion c[64];
+  for (uint32_t got = 0; got < n;) {
+    const unsigned k = cq->poll(c, std::min<uint32_t>(64, n - got));
+    if (k == 0) return false;
+    for (unsigned i = 0; i < k; i++)
+      if (c[i].status != WcStatus::kSuccess || c[i].byte_len != len) return false;
+    got += k;
+  }
+  return true;
+}
+
+struct Pair {
+  Node a, b;
+  std::string error;
+
+  Pair() {
+    uint16_t pa, pb;
+    if (!glue::make_ring_pair("bench_dp", &pa, &pb)) {
+      error = "make_ring_pair failed";
+      return;
+    }
+    uint8_t last_mac_byte = 1;
+    for (auto [n, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
+      glue::PortConfig pc;
+      pc.device = std::to_string(port);
+      pc.ipv4 = ip;
+      // net_ring ports have no address of their own (all zero), and the QPs are given their
+      // peer's MAC rather than resolving it: distinct, locally administered ones.
+      pc.mac = {{0x02, 0, 0, 0, 0x52, last_mac_byte++}};
+      pc.mbufs = 8191;  // the pass's prebuilt frames, both rings and the TX batches at once
+      if (!n->port.open(pc)) {
+        error = n->port.error();
+        return;
+      }
+      DeviceConfig dc;
+      dc.ports = {&n->port};
+      if (!n->dev.open(dc)) {
+        error = n->dev.error();
+        return;
+      }
+      n->pd = n->dev.alloc_pd();
+      n->scq = n->dev.create_cq(kQueueDepth);
+      n->rcq = n->dev.create_cq(kQueueDepth);
+      const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
+      if (!n->scq || !n->rcq || !n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(), access, &n->mr)) {
+        error = "device setup failed";
+        return;
+      }
+    }
+    for (uint32_t i = 0; i < kBufSize; i++) a.buf[i] = uint8_t(i * 7);
+  }
+  ~Pair() {
+    for (Node* n : {&a, &b}) {
+      n->dev.close();
+      n->port.close();
+    }
+  }
+
+  /// Fresh QPs, connected (MACs given, so no ARP), with nothing in flight: every benchmark
+  /// run starts from the same state whatever the previous one left.
+  bool connect() {
+    for (Node* n : {&a, &b}) {
+      if (n->qp) n->dev.destroy_qp(n->qp);
+      QpCaps caps;
+      caps.send_cq = n->scq;
+      caps.recv_cq = n->rcq;
+      caps.pd = n->pd;
+      caps.max_send_wr = kQueueDepth;
+      caps.max_recv_wr = kQueueDepth;
+      n->qp = n->dev.create_qp(caps);
+      if (!n->qp || !n->qp->modify(QpState::kInit, {})) return false;
+    }
+    for (auto [me, peer, sq, rq] : {std::tuple{&a, &b, kPsnA, kPsnB}, std::tuple{&b, &a, kPsnB, kPsnA}}) {
+      QpAttr at;
+      at.remote_qpn = peer->qp->qpn();
+      at.sq_psn = sq;
+      at.rq_psn = rq;
+      at.path_mtu = kMtu;
+      at.dest_ipv4 = peer->port.ipv4();
+      std::memcpy(at.dest_mac, peer->port.mac().addr_bytes, 6);
+      if (!me->qp->modify(QpState::kRtr, at) || !me->qp->modify(QpState::kRts, at)) return false;
+    }
+    for (Node* n : {&a, &b}) {
+      drain_port(n->port);
+      Completion c[64];
+      while (n->scq->poll(c, 64) || n->rcq->poll(c, 64)) {
+      }
+    }
+    return true;
+  }
+
+  bool healthy() { return a.qp->state() == QpState::kRts && b.qp->state() == QpState::kRts; }
+};
+
+Pair* pair(benchmark::State& state) {
+  static Pair p;  // built on first use, after EAL; destroyed before EAL (see bench_main.cc)
+  if (!p.error.empty()) {
+    state.SkipWithError(p.error.c_str());
+    return nullptr;
+  }
+  if (!p.connect()) {
+    state.SkipWithError("connecting the QPs failed");
+    return nullptr;
+  }
+  return &p;
+}
+
+void report(benchmark::State& state, uint64_t packets_per_pass, uint64_t bytes_per_pass) {
+  state.SetItemsProcessed(int64_t(state.iterations() * packets_per_pass));
+  state.SetBytesProcessed(int64_t(state.iterations() * bytes_per_pass));
+  state.counters["packets"] = double(packets_per_pass);
+  // Time per packet, next to the time per pass the Time column shows.
+  state.counters["per_packet"] = benchmark::Counter(double(packets_per_pass),
+                                                    benchmark::Counter::kIsIterationInvariantRate |
+                                                        benchmark::Counter::kInvert);
+}
+
+// ---- responder -----------------------------------------------------------------------------
+
+uint8_t request_opcode(Op op, bool first, bool last) {
+  using namespace wire;
+  if (op == Op::kRead) return kRcReadRequest;
+  if (op == Op::kWrite) return first && last ? kRcWriteOnly : first ? kRcWriteFirst : last ? kRcWriteLast : kRcWriteMiddle;
+  return first && last ? kRcSendOnly : first ? kRcSendFirst : last ? kRcSendLast : kRcSendMiddle;
+}
+
+/// The packets A's requester would send for `msgs` messages of `shape`, starting at `*psn`,
+/// as mbufs in B's pool; `*acks` counts the packets that ask for an acknowledgement. On failure
+/// nothing is left allocated.
+bool build_requests(Pair& p, const Shape& shape, uint32_t msgs, uint32_t* psn, std::vector<rte_mbuf*>* out,
+                    uint32_t* acks) {
+  out->clear();
+  *acks = 0;
+  const uint32_t req_pkts = shape.op == Op::kRead ? 1 : shape.packets();
+  for (uint32_t m = 0; m < msgs; m++) {
+    for (uint32_t j = 0; j < req_pkts; j++) {
+      const uint32_t off = j * kMtu;
+      const bool first = j == 0, last = j + 1 == req_pkts;
+      wire::RocePacket pkt;
+      std::memcpy(pkt.eth.src, p.a.port.mac().addr_bytes, 6);
+      std::memcpy(pkt.eth.dst, p.b.port.mac().addr_bytes, 6);
+      pkt.ip4.src = kIpA;
+      pkt.ip4.dst = kIpB;
+      pkt.udp.src_port = 0xC000;
+      pkt.bth.opcode = request_opcode(shape.op, first, last);
+      pkt.bth.dest_qp = p.b.qp->qpn();
+      pkt.bth.psn = *psn;
+      // As A's requester: AckReq on the last packet, and every 32 packets inside a message.
+      pkt.bth.ack_req = last || j % kAckReqEvery == kAckReqEvery - 1;
+      if (first && shape.op != Op::kSend)
+        pkt.reth = {.va = reinterpret_cast<uint64_t>(p.b.buf.data()), .rkey = p.b.mr.rkey, .dma_len = shape.len};
+      if (shape.op != Op::kRead) {
+        pkt.payload = p.a.buf.data() + off;
+        pkt.payload_len = std::min(kMtu, shape.len - off);
+        pkt.bth.pad = wire::pad_for(pkt.payload_len);
+      }
+      rte_mbuf* mb = rte_pktmbuf_alloc(p.b.port.mempool());
+      const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
+      if (mb) out->push_back(mb);
+      if (len == 0) {
+        rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
+        out->clear();
+        return false;
+      }
+      mb->data_len = uint16_t(len);
+      mb->pkt_len = uint32_t(len);
+      *acks += shape.op == Op::kRead ? 0 : pkt.bth.ack_req;
+      *psn = psn_add(*psn, shape.op == Op::kRead ? shape.packets() : 1);
+    }
+  }
+  return true;
+}
+
+void BM_responder(benchmark::State& state, Shape shape) {
+  Pair* p = pair(state);
+  if (!p) return;
+  Shard& s = p->b.shard();
+  Qp::Impl& qp = p->b.qpi();
+  const uint32_t msgs = std::max(1u, kRespPassPackets / shape.packets());
+  // The responder's work is per request packet for SEND and WRITE, per response for READ.
+  const uint32_t packets = msgs * shape.packets();
+  uint32_t psn = kPsnA;
+  std::vector<rte_mbuf*> frames;
+  RecvWr rwr{};
+  rwr.num_sge = 1;
+  rwr.sge[0] = {reinterpret_cast<uint64_t>(p->b.buf.data()), std::max(shape.len, 1u), p->b.mr.lkey};
+  const double tsc_hz = double(rte_get_tsc_hz());
+  for (auto _ : state) {
+    if (shape.op == Op::kSend)
+      for (uint32_t i = 0; i < msgs; i++)
+        if (!p->b.qp->post_recv(rwr)) return state.SkipWithError("post_recv refused");
+    uint32_t acks = 0;
+    if (!build_requests(*p, shape, msgs, &psn, &frames, &acks)) return state.SkipWithError("building the frames failed");
+    const uint64_t t0 = rte_rdtsc();
+    for (size_t i = 0; i < frames.size();) {
+      // One RX burst, then what the poll loop does for the QP and the port after it.
+      for (const size_t end = std::min(frames.size(), i + kRxBurst); i < end; i++) s.process_frame(frames[i]);
+      while (responder_run(s, qp) != 0) s.flush_tx();
+      s.flush_tx();
+    }
+    const uint64_t t1 = rte_rdtsc();
+    state.SetIterationTime(double(t1 - t0) / tsc_hz);
+    // Every ACK or READ response reached A; every receive completed; the QP is still fine.
+    const unsigned want = shape.op == Op::kRead ? packets : acks;
+    if (const unsigned got = drain_port(p->a.port); got != want)
+      return state.SkipWithError(("A received " + std::to_string(got) + " frames, not " + std::to_string(want)).c_str());
+    if (shape.op == Op::kSend && !take_completions(p->b.rcq, msgs, shape.len))
+      return state.SkipWithError("a receive did not complete with success");
+    const Qp::Counters& c = qp.counters;
+    const uint64_t naks = c.naks_sent[0] + c.naks_sent[1] + c.naks_sent[2] + c.naks_sent[3] + c.rnr_naks_sent;
+    if (naks != 0 || !p->healthy() || s.ntx != 0) return state.SkipWithError("the responder NAKed or kept frames");
+  }
+  if (shape.op == Op::kWrite && std::memcmp(p->b.buf.data(), p->a.buf.data(), shape.len) != 0)
+    state.SkipWithError("the WRITE data did not land");
+  report(state, packets, uint64_t(msgs) * shape.len);
+}
+
+// ---- requester -----------------------------------------------------------------------------
+
+/// Polls both devices until A's send CQ has n completions (and B's receive CQ m), all
+/// successful. False on a failure or after 5 s.
+bool finish_exchange(Pair& p, uint32_t n, uint32_t m, uint32_t len) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  Completion c[64];
+  uint32_t sends = 0, recvs = 0;
+  while (sends < n || recvs < m) {
+    p.a.dev.poll();
+    p.b.dev.poll();
+    for (auto [cq, count] : {std::pair{p.a.scq, &sends}, std::pair{p.b.rcq, &recvs}}) {
+      const unsigned k = cq->poll(c, 64);
+      for (unsigned i = 0; i < k; i++)
+        if (c[i].status != WcStatus::kSuccess || c[i].byte_len != len) return false;
+      *count += k;
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+/// Posts `msgs` requests of `shape` from A (and, for SEND, as many receives on B).
+bool post_requests(Pair& p, const Shape& shape, uint32_t msgs) {
+  SendWr wr{};
+  wr.opcode = shape.op == Op::kSend ? WrOpcode::kSend : WrOpcode::kWrite;
+  wr.flags = kWrSignaled;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(p.a.buf.data()), shape.len, p.a.mr.lkey};
+  wr.remote_addr = reinterpret_cast<uint64_t>(p.b.buf.data());
+  wr.rkey = p.b.mr.rkey;
+  RecvWr rwr{};
+  rwr.num_sge = 1;
+  rwr.sge[0] = {reinterpret_cast<uint64_t>(p.b.buf.data()), shape.len, p.b.mr.lkey};
+  for (uint32_t i = 0; i < msgs; i++) {
+    wr.wr_id = i;
+    if (!p.a.qp->post_send(wr)) return false;
+    if (shape.op == Op::kSend && !p.b.qp->post_recv(rwr)) return false;
+  }
+  return true;
+}
+
+void BM_requester(benchmark::State& state, Shape shape) {
+  Pair* p = pair(state);
+  if (!p) return;
+  Shard& s = p->a.shard();
+  Qp::Impl& qp = p->a.qpi();
+  const uint32_t msgs = std::max(1u, kReqPassPackets / shape.packets());
+  const uint32_t packets = msgs * shape.packets();
+  const double tsc_hz = double(rte_get_tsc_hz());
+  for (auto _ : state) {
+    if (!post_requests(*p, shape, msgs)) return state.SkipWithError("posting failed");
+    const uint64_t sent_before = qp.counters.tx_packets;
+    const uint64_t t0 = rte_rdtsc();
+    while (requester_run(s, qp) != 0) s.flush_tx();
+    s.flush_tx();
+    const uint64_t t1 = rte_rdtsc();
+    state.SetIterationTime(double(t1 - t0) / tsc_hz);
+    if (qp.counters.tx_packets - sent_before != packets || s.ntx != 0)
+      return state.SkipWithError("the requester left packets unsent");
+    // B takes them, ACKs come back, A completes every request.
+    if (!finish_exchange(*p, msgs, shape.op == Op::kSend ? msgs : 0, shape.len) || !p->healthy())
+      return state.SkipWithError("a request did not complete with success");
+  }
+  report(state, packets, uint64_t(msgs) * shape.len);
+}
+
+// ---- end to end ----------------------------------------------------------------------------
+
+void BM_stream(benchmark::State& state, Shape shape) {
+  Pair* p = pair(state);
+  if (!p) return;
+  const uint32_t msgs = std::max(1u, kReqPassPackets / shape.packets());
+  for (auto _ : state) {
+    if (!post_requests(*p, shape, msgs) ||
+        !finish_exchange(*p, msgs, shape.op == Op::kSend ? msgs : 0, shape.len))
+      return state.SkipWithError("a request did not complete with success");
+  }
+  report(state, uint64_t(msgs) * shape.packets(), uint64_t(msgs) * shape.len);
+}
+
+bool register_all() {
+  // Single-packet messages small and at a full MTU, and a 32-packet message (FIRST, MIDDLEs,
+  // LAST with one ACK) where the per-message costs are spread thin.
+  const Shape kRequests[] = {{Op::kSend, 64},  {Op::kSend, kMtu},  {Op::kSend, 32 * kMtu},
+                             {Op::kWrite, 64}, {Op::kWrite, kMtu}, {Op::kWrite, 32 * kMtu}};
+  const Shape kReads[] = {{Op::kRead, 64}, {Op::kRead, kMtu}, {Op::kRead, 32 * kMtu}};
+  auto name = [](const char* what, const Shape& sh) {
+    return std::string(what) + "/" + sh.name() + "/" + std::to_string(sh.len);
+  };
+  for (const Shape& sh : kRequests)
+    benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
+  for (const Shape& sh : kReads)
+    benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
+  for (const Shape& sh : kRequests)
+    benchmark::RegisterBenchmark(name("BM_requester", sh).c_str(), BM_requester, sh)->UseManualTime()->MinTime(kMinTime);
+  for (const Shape& sh : kRequests)
+    benchmark::RegisterBenchmark(name("BM_stream", sh).c_str(), BM_stream, sh)->UseRealTime()->MinTime(kMinTime);
+  return true;
+}
+
+// main() (bench_main.cc) runs after static initialisation, so these are registered by then.
+const bool g_registered = register_all();
+
+}  // namespace
+}  // namespace ndnic::nic

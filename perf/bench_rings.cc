@@ -1,0 +1,419 @@
+// The rings between the application and the NIC, per entry:
+//
+// - nic level, one thread, both ends: Qp::post_send / post_send_burst / post_recv and the
+//   dequeue the owning lcore makes (the requester's FETCH, the responder's take of a receive);
+//   a completion pushed by the lcore and taken by Cq::poll. With both ends on one core this is
+//   the instruction cost of an entry; the cache-line transfer between cores is in the ND cases.
+// - ND level, the application's side of a running device: Send (one by one, and inside
+//   StartRequestBatch .. SubmitRequestBatch), Receive and GetResults, with the engine on
+//   another core. A Send needs a connected endpoint and completions coming back (an endpoint
+//   takes only so many outstanding requests), so these run against a peer: two devices over a
+//   net_ring pair, both polled by one worker lcore; only the application's calls are timed.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+#include <rte_ring_elem.h>
+
+#include "nd_frontend/nd.h"
+#include "nd_frontend/testing.h"
+#include "nic/cq_impl.h"
+#include "nic/nic.h"
+#include "nic/qp_impl.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::nic {
+namespace {
+
+constexpr uint32_t kRingEntries = 1024;   ///< per QP ring and CQ: room for the largest batch
+constexpr uint32_t kBufSize = 1 << 16;
+constexpr uint32_t kMsgLen = 64;          ///< bytes each request names
+constexpr double kMinTime = 0.1;          ///< nanosecond operations: still millions of calls
+
+// ---- nic level -----------------------------------------------------------------------------
+
+/// One device on one port of a net_ring pair, a registered buffer, CQs and a QP in INIT: posts
+/// are accepted, and no one runs the engine, so the benchmark itself is the lcore's side.
+struct Local {
+  glue::Port port;
+  Device dev;
+  uint32_t pd = 0;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
+  MrKeys mr;
+  Cq* scq = nullptr;
+  Cq* rcq = nullptr;
+  Qp* qp = nullptr;
+  std::string error;
+
+  Local() {
+    uint16_t pa, pb;
+    if (!glue::make_ring_pair("bench_rings_local", &pa, &pb)) {
+      error = "make_ring_pair failed";
+      return;
+    }
+    glue::PortConfig pc;
+    pc.device = std::to_string(pa);
+    pc.ipv4 = 0xC6125001;  // 198.18.80.1
+    if (!port.open(pc)) {
+      error = port.error();
+      return;
+    }
+    DeviceConfig dc;
+    dc.ports = {&port};
+    if (!dev.open(dc)) {
+      error = dev.error();
+      return;
+    }
+    pd = dev.alloc_pd();
+    scq = dev.create_cq(kRingEntries);
+    rcq = dev.create_cq(kRingEntries);
+    if (!scq || !rcq || !dev.register_mr(pd, buf.data(), buf.size(), kAccessLocalWrite, &mr)) {
+      error = "device setup failed";
+      return;
+    }
+    QpCaps caps;
+    caps.send_cq = scq;
+    caps.recv_cq = rcq;
+    caps.pd = pd;
+    caps.max_send_wr = kRingEntries;
+    caps.max_recv_wr = kRingEntries;
+    qp = dev.create_qp(caps);
+    if (!qp || !qp->modify(QpState::kInit, {})) error = "QP setup failed";
+  }
+  ~Local() {
+    dev.close();
+    port.close();
+  }
+
+  SendWr send_wr(uint64_t id) const {
+    SendWr wr{};
+    wr.wr_id = id;
+    wr.opcode = WrOpcode::kSend;
+    wr.flags = kWrSignaled;
+    wr.num_sge = 1;
+    wr.sge[0] = {reinterpret_cast<uint64_t>(buf.data()), kMsgLen, mr.lkey};
+    return wr;
+  }
+};
+
+Local* local(benchmark::State& state) {
+  static Local l;  // built on first use, after EAL; destroyed before EAL (see bench_main.cc)
+  if (!l.error.empty()) {
+    state.SkipWithError(l.error.c_str());
+    return nullptr;
+  }
+  return &l;
+}
+
+/// Items are ring entries; per_entry is the time of one (the Time column is per batch).
+void per_entry(benchmark::State& state, int64_t n) {
+  state.SetItemsProcessed(state.iterations() * n);
+  state.counters["per_entry"] = benchmark::Counter(
+      double(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+
+// post_send of n requests one by one, then the requester's FETCH takes them off one by one.
+void BM_send_ring(benchmark::State& state) {
+  Local* l = local(state);
+  if (!l) return;
+  const unsigned n = unsigned(state.range(0));
+  rte_ring* ring = l->qp->impl()->send_ring;
+  const SendWr wr = l->send_wr(7);
+  SendWr out;
+  for (auto _ : state) {
+    for (unsigned i = 0; i < n; i++)
+      if (!l->qp->post_send(wr)) return state.SkipWithError("post_send refused");
+    for (unsigned i = 0; i < n; i++)
+      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(SendWr)) != 0 || out.wr_id != wr.wr_id)
+        return state.SkipWithError("the ring did not give back what was posted");
+  }
+  per_entry(state, n);
+}
+
+// post_send_burst: n requests as one ring operation (ND's StartRequestBatch .. Submit).
+void BM_send_ring_burst(benchmark::State& state) {
+  Local* l = local(state);
+  if (!l) return;
+  const unsigned n = unsigned(state.range(0));
+  rte_ring* ring = l->qp->impl()->send_ring;
+  std::vector<SendWr> wrs(n, l->send_wr(9));
+  SendWr out;
+  for (auto _ : state) {
+    if (!l->qp->post_send_burst(wrs.data(), n)) return state.SkipWithError("post_send_burst refused");
+    for (unsigned i = 0; i < n; i++)
+      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(SendWr)) != 0 || out.wr_id != 9)
+        return state.SkipWithError("the ring did not give back what was posted");
+  }
+  per_entry(state, n);
+}
+
+// post_recv, then the responder's take of a receive when a SEND arrives.
+void BM_recv_ring(benchmark::State& state) {
+  Local* l = local(state);
+  if (!l) return;
+  const unsigned n = unsigned(state.range(0));
+  rte_ring* ring = l->qp->impl()->recv_ring;
+  RecvWr wr{};
+  wr.wr_id = 11;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(l->buf.data()), kMsgLen, l->mr.lkey};
+  RecvWr out;
+  for (auto _ : state) {
+    for (unsigned i = 0; i < n; i++)
+      if (!l->qp->post_recv(wr)) return state.SkipWithError("post_recv refused");
+    for (unsigned i = 0; i < n; i++)
+      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(RecvWr)) != 0 || out.wr_id != wr.wr_id)
+        return state.SkipWithError("the ring did not give back what was posted");
+  }
+  per_entry(state, n);
+}
+
+// A completion pushed by the lcore (with the arm check every push makes), taken by Cq::poll in
+// bursts of up to 16 as an application's poll loop would.
+void BM_cq_push_poll(benchmark::State& state) {
+  Local* l = local(state);
+  if (!l) return;
+  constexpr unsigned kPollBurst = 16;
+  const unsigned n = unsigned(state.range(0));
+  Cq::Impl* cq = l->scq->impl();
+  Completion c{};
+  c.wr_id = 13;
+  c.byte_len = kMsgLen;
+  c.opcode = WcOpcode::kSend;
+  Completion out[kPollBurst];
+  for (auto _ : state) {
+    for (unsigned i = 0; i < n; i++) cq->push(c);
+    for (unsigned got = 0; got < n;) {
+      const unsigned k = l->scq->poll(out, std::min(kPollBurst, n - got));
+      if (k == 0 || out[0].wr_id != c.wr_id) return state.SkipWithError("the CQ lost a completion");
+      got += k;
+    }
+  }
+  if (cq->overflows.load() != 0) state.SkipWithError("the CQ overflowed");
+  per_entry(state, n);
+}
+
+void batches(benchmark::internal::Benchmark* b) {
+  b->ArgName("batch")->Arg(1)->Arg(32)->MinTime(kMinTime);
+}
+
+BENCHMARK(BM_send_ring)->Apply(batches);
+BENCHMARK(BM_send_ring_burst)->Apply(batches);
+BENCHMARK(BM_recv_ring)->Apply(batches);
+BENCHMARK(BM_cq_push_poll)->Apply(batches);
+
+// ---- ND level ------------------------------------------------------------------------------
+
+constexpr SIZE_T kNdDepth = 256;          ///< endpoint queue depths
+constexpr SIZE_T kNdCqEntries = 1024;
+// Each iteration waits for its messages to travel (microseconds) while only the posting
+// (nanoseconds) is timed: a fixed number of iterations keeps the wall time bounded.
+constexpr int64_t kNdIterations = 4000;
+
+/// One ND side: port, device in poll mode, adapter, CQ, connector, endpoint, registered buffer.
+struct NdSide {
+  glue::Port port;
+  Device dev;
+  INDAdapter* adapter = nullptr;
+  INDCompletionQueue* cq = nullptr;
+  INDConnector* conn = nullptr;
+  INDEndpoint* ep = nullptr;
+  std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
+  ND_MR_HANDLE mr = nullptr;
+  bool registered = false;
+};
+
+/// Two ND endpoints connected over a net_ring pair. The devices have no lcores of their own:
+/// everything that changes their state (QP creation, connection) happens here before the
+/// poller starts, and the poller (one worker lcore running both) only runs during a benchmark.
+struct NdPair {
+  NdSide a, b;
+  unsigned lcore = RTE_MAX_LCORE;
+  std::atomic<bool> polling{false};
+  std::string error;
+
+  NdPair() {
+    lcore = rte_get_next_lcore(-1, 1, 0);  // the first worker lcore, if any (see start())
+    uint16_t pa, pb;
+    if (!glue::make_ring_pair("bench_rings_nd", &pa, &pb)) {
+      error = "make_ring_pair failed";
+      return;
+    }
+    uint32_t ip = 0xC6125101;  // 198.18.81.1, .2
+    for (auto [s, port] : {std::pair{&a, pa}, std::pair{&b, pb}}) {
+      glue::PortConfig pc;
+      pc.device = std::to_string(port);
+      pc.ipv4 = ip++;
+      if (!s->port.open(pc)) {
+        error = s->port.error();
+        return;
+      }
+      DeviceConfig dc;
+      dc.ports = {&s->port};
+      if (!s->dev.open(dc)) {
+        error = s->dev.error();
+        return;
+      }
+      s->registered = nd::register_adapter(&s->dev, &s->port);
+      sockaddr_in sa{};
+      sa.sin_family = AF_INET;
+      sa.sin_addr.s_addr = htonl(s->port.ipv4());
+      OVERLAPPED ov{};
+      SIZE_T bytes;
+      if (!s->registered ||
+          NdOpenV1Adapter(reinterpret_cast<sockaddr*>(&sa), sizeof sa, &s->adapter) != ND_SUCCESS ||
+          s->adapter->CreateCompletionQueue(kNdCqEntries, &s->cq) != ND_SUCCESS ||
+          s->adapter->CreateConnector(&s->conn) != ND_SUCCESS ||
+          s->conn->CreateEndpoint(s->cq, s->cq, kNdDepth, kNdDepth, 1, 1, 1, 1, nullptr, &s->ep) != ND_SUCCESS ||
+          s->adapter->RegisterMemory(s->buf.data(), s->buf.size(), &ov, &s->mr) != ND_SUCCESS ||
+          s->adapter->GetOverlappedResult(&ov, &bytes, TRUE) != ND_SUCCESS) {
+        error = "ND setup failed";
+        return;
+      }
+    }
+    if (nd::connect_endpoints_for_test(a.ep, b.ep) != ND_SUCCESS) error = "connecting the endpoints failed";
+  }
+
+  ~NdPair() {
+    stop();
+    for (NdSide* s : {&a, &b}) {
+      if (s->ep) s->ep->Release();
+      if (s->conn) s->conn->Release();
+      if (s->mr) {
+        OVERLAPPED ov{};
+        s->adapter->DeregisterMemory(s->mr, &ov);
+      }
+      if (s->cq) s->cq->Release();
+      if (s->adapter) s->adapter->Release();
+      if (s->registered) nd::unregister_adapter(&s->port);
+      s->dev.close();
+      s->port.close();
+    }
+  }
+
+  static int poll_both(void* arg) {
+    auto* p = static_cast<NdPair*>(arg);
+    while (p->polling.load(std::memory_order_relaxed)) {
+      p->a.dev.poll();
+      p->b.dev.poll();
+    }
+    return 0;
+  }
+  bool start() {
+    if (lcore >= RTE_MAX_LCORE) return false;  // e.g. run with -l 0
+    polling = true;
+    if (rte_eal_remote_launch(poll_both, this, lcore) == 0) return true;
+    polling = false;
+    return false;
+  }
+  void stop() {
+    if (polling.exchange(false)) rte_eal_wait_lcore(lcore);
+  }
+};
+
+NdPair* nd_pair(benchmark::State& state) {
+  static NdPair p;
+  if (!p.error.empty()) {
+    state.SkipWithError(p.error.c_str());
+    return nullptr;
+  }
+  return &p;
+}
+
+/// The poller runs for the lifetime of this guard, so no return path leaves it running.
+struct Polling {
+  NdPair* p;
+  bool ok;
+  explicit Polling(NdPair* pair) : p(pair), ok(pair->start()) {}
+  ~Polling() { p->stop(); }
+};
+
+/// Takes exactly n results from `cq` (waiting for them) and checks they all succeeded.
+bool collect(INDCompletionQueue* cq, SIZE_T n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  ND_RESULT* r[16];
+  for (SIZE_T got = 0; got < n;) {
+    const SIZE_T k = cq->GetResults(r, std::min<SIZE_T>(16, n - got));
+    for (SIZE_T i = 0; i < k; i++)
+      if (r[i]->Status != ND_SUCCESS || r[i]->BytesTransferred != kMsgLen) return false;
+    got += k;
+    if (k == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+  return true;
+}
+
+enum class NdTimed { kSend, kSendBatched, kReceive, kGetResults };
+
+/// One iteration: B posts n receives, A posts n sends, both collect their n results. Only the
+/// part named by `timed` is on the clock (manual time); the rest waits for the wire.
+template <NdTimed T>
+void BM_nd(benchmark::State& state) {
+  NdPair* p = nd_pair(state);
+  if (!p) return;
+  const Polling polling(p);
+  if (!polling.ok) return state.SkipWithError("no free worker lcore for the poller");
+  const SIZE_T n = SIZE_T(state.range(0));
+  std::vector<ND_RESULT> sends(n), recvs(n);
+  const ND_SGE out{p->a.buf.data(), kMsgLen, p->a.mr};
+  const ND_SGE in{p->b.buf.data(), kMsgLen, p->b.mr};
+  // The TSC: a clock read costs a few nanoseconds, which matters when one Send is timed.
+  const double tsc_hz = double(rte_get_tsc_hz());
+  uint64_t t0 = 0, t1 = 0;
+  for (auto _ : state) {
+    if (T == NdTimed::kReceive) t0 = rte_rdtsc();
+    for (SIZE_T i = 0; i < n; i++)
+      if (p->b.ep->Receive(&recvs[i], &in, 1) != ND_SUCCESS) return state.SkipWithError("Receive refused");
+    if (T == NdTimed::kReceive) t1 = rte_rdtsc();
+    if (T == NdTimed::kSend || T == NdTimed::kSendBatched) t0 = rte_rdtsc();
+    if (T == NdTimed::kSendBatched) p->a.ep->StartRequestBatch();
+    for (SIZE_T i = 0; i < n; i++)
+      if (const HRESULT hr = p->a.ep->Send(&sends[i], &out, 1, 0); hr != ND_SUCCESS)
+        return state.SkipWithError(("Send refused: " + std::to_string(hr)).c_str());
+    if (T == NdTimed::kSendBatched) p->a.ep->SubmitRequestBatch();
+    if (T == NdTimed::kSend || T == NdTimed::kSendBatched) t1 = rte_rdtsc();
+    // A's sends complete on B's ACKs, which B sends after it queued the receive completions:
+    // once A has its n results, B's n are all waiting, and draining them is pure GetResults.
+    if (!collect(p->a.cq, n)) return state.SkipWithError("a send did not complete with success");
+    if (T == NdTimed::kGetResults) t0 = rte_rdtsc();
+    if (!collect(p->b.cq, n)) return state.SkipWithError("a receive did not complete with success");
+    if (T == NdTimed::kGetResults) t1 = rte_rdtsc();
+    state.SetIterationTime(double(t1 - t0) / tsc_hz);
+  }
+  per_entry(state, int64_t(n));
+}
+
+// A poll that finds nothing: what an application's spin loop pays between completions.
+void BM_nd_get_results_empty(benchmark::State& state) {
+  NdPair* p = nd_pair(state);
+  if (!p) return;
+  ND_RESULT* r[16];  // no poller: nothing is in flight, the CQ stays empty
+  for (auto _ : state)
+    if (p->a.cq->GetResults(r, 16) != 0) return state.SkipWithError("an unexpected result");
+  state.SetItemsProcessed(state.iterations());
+}
+
+void nd_batches(benchmark::internal::Benchmark* b) {
+  b->ArgName("batch")->Arg(1)->Arg(32)->UseManualTime()->Iterations(kNdIterations);
+}
+
+// The cases share one endpoint pair; the batched one runs last, so that should it leave the
+// endpoint's accounting wrong, the others have been measured already.
+BENCHMARK(BM_nd<NdTimed::kSend>)->Name("BM_nd_send")->Apply(nd_batches);
+BENCHMARK(BM_nd<NdTimed::kReceive>)->Name("BM_nd_receive")->Apply(nd_batches);
+BENCHMARK(BM_nd<NdTimed::kGetResults>)->Name("BM_nd_get_results")->Apply(nd_batches);
+BENCHMARK(BM_nd_get_results_empty)->MinTime(kMinTime);
+BENCHMARK(BM_nd<NdTimed::kSendBatched>)->Name("BM_nd_send_batched")->Apply(nd_batches);
+
+}  // namespace
+}  // namespace ndnic::nic
