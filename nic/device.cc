@@ -27,6 +27,26 @@ std::string unique_name(const char* what) {
   return std::string("ndnic_") + what + "_" + std::to_string(g_serial++);
 }
 
+void add(QpCounters& to, const QpCounters& c) {
+  to.tx_packets += c.tx_packets;
+  to.rx_packets += c.rx_packets;
+  to.tx_bytes += c.tx_bytes;
+  to.rx_bytes += c.rx_bytes;
+  to.retransmits += c.retransmits;
+  to.timeouts += c.timeouts;
+  for (size_t i = 0; i < 4; i++) {
+    to.naks_sent[i] += c.naks_sent[i];
+    to.naks_received[i] += c.naks_received[i];
+  }
+  to.rnr_naks_sent += c.rnr_naks_sent;
+  to.rnr_naks_received += c.rnr_naks_received;
+  to.duplicates += c.duplicates;
+  to.out_of_sequence += c.out_of_sequence;
+  to.invalidations += c.invalidations;
+  to.qkey_drops += c.qkey_drops;
+  to.no_recv_drops += c.no_recv_drops;
+}
+
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
   if (s->dev->qsbr) {
@@ -70,7 +90,11 @@ bool Device::open(const DeviceConfig& config) {
     error_ = "give one port (a queue per shard) or one port per shard";
     return false;
   }
-  impl_ = std::make_unique<DeviceImpl>();
+  {
+    std::lock_guard lock(qps_mutex_);
+    impl_ = std::make_unique<DeviceImpl>();
+    retired_ = {};
+  }
   DeviceImpl& d = *impl_;
   d.config = config;
   d.worker_lcores = !config.lcores.empty();
@@ -134,6 +158,7 @@ void Device::close() {
   if (d.running.exchange(false)) {
     for (auto& s : d.shards) rte_eal_wait_lcore(s->lcore);
   }
+  std::lock_guard lock(qps_mutex_);  // a for_each_qp on another thread finishes first
   for (auto& qp : d.qps) {
     if (qp->send_ring) rte_ring_free(qp->send_ring);
     if (qp->recv_ring) rte_ring_free(qp->recv_ring);
@@ -256,6 +281,7 @@ Qp* Device::create_qp(const QpCaps& caps) {
   cmd.qp = qp.get();
   d.run_control(s, cmd);
   Qp* h = &qp->handle;
+  std::lock_guard lock(qps_mutex_);
   d.qps.push_back(std::move(qp));
   return h;
 }
@@ -277,8 +303,10 @@ void Device::destroy_qp(Qp* handle) {
     barrier.kind = ControlCmd::kBarrier;
     d.run_control(*s, barrier);
   }
+  std::lock_guard lock(qps_mutex_);
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
+      add(retired_, qp->counters);  // detached: no lcore writes them any more
       rte_ring_free(qp->send_ring);
       rte_ring_free(qp->recv_ring);
       delete qp->migrate;
@@ -292,12 +320,27 @@ Device::Counters Device::counters() const {
   Counters c;
   for (const auto& s : impl_->shards) {
     c.rejected += s->rejects.total_rejected();
+    for (size_t i = 0; i < size_t(wire::Reject::kCount); i++) c.rejects.count[i] += s->rejects.count[i];
     c.unknown_qp += s->unknown_qp;
     c.dispatched += s->dispatched;
     c.dispatch_dropped += s->dispatch_dropped;
     c.tx_dropped += s->tx_dropped;
   }
   return c;
+}
+
+QpCounters Device::qp_totals() const {
+  std::lock_guard lock(qps_mutex_);
+  QpCounters sum = retired_;
+  if (impl_)
+    for (const auto& qp : impl_->qps) add(sum, qp->counters);
+  return sum;
+}
+
+void Device::for_each_qp(const std::function<void(const Qp&)>& fn) const {
+  std::lock_guard lock(qps_mutex_);
+  if (!impl_) return;
+  for (const auto& qp : impl_->qps) fn(qp->handle);
 }
 
 void Device::set_faults(const FaultConfig* f) {
@@ -314,6 +357,8 @@ void Device::set_faults(const FaultConfig* f) {
 // ---- Qp ------------------------------------------------------------------------------------
 
 uint32_t Qp::qpn() const { return impl_->qpn; }
+
+QpType Qp::type() const { return impl_->caps.type; }
 
 QpState Qp::state() const { return impl_->state.load(std::memory_order_acquire); }
 

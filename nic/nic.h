@@ -7,11 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "nic/verbs.h"
+#include "wire/packet.h"
 
 namespace ndnic::glue {
 class Port;
@@ -23,6 +26,24 @@ class Cq;
 class Qp;
 struct DeviceImpl;
 struct FaultConfig;
+
+/// A QP's transport counters (Qp::Counters). Written by the lcore that owns the QP with plain
+/// stores; another thread reading them may see values a few packets old.
+struct QpCounters {
+  uint64_t tx_packets = 0, rx_packets = 0;  ///< every packet, ACKs and retransmissions included
+  uint64_t tx_bytes = 0;          ///< whole frames as built (Ethernet header to ICRC)
+  uint64_t rx_bytes = 0;          ///< whole frames as decoded (Ethernet header to ICRC)
+  uint64_t retransmits = 0;       ///< packets sent again (timeout, NAK or RNR)
+  uint64_t timeouts = 0;          ///< retransmission timer expiries
+  uint64_t naks_sent[4] = {};     ///< PSN sequence, invalid request, remote access, remote op
+  uint64_t naks_received[4] = {};
+  uint64_t rnr_naks_sent = 0, rnr_naks_received = 0;
+  uint64_t duplicates = 0;        ///< duplicate requests received (re-ACKed or replayed)
+  uint64_t out_of_sequence = 0;   ///< requests received past the expected PSN
+  uint64_t invalidations = 0;     ///< windows invalidated by the peer's SEND WITH INVALIDATE
+  uint64_t qkey_drops = 0;        ///< UD: datagrams with the wrong Q_Key
+  uint64_t no_recv_drops = 0;     ///< UD: datagrams that found no receive posted (no RNR)
+};
 
 /// Shards: one poll loop each. With one port and N shards, shard i polls RX/TX queue i of it
 /// (open the port with N queues); with N ports, shard i polls queue 0 of port i. QPs are
@@ -101,12 +122,20 @@ class Device {
   /// Engine counters summed over the shards (exact once they are quiet).
   struct Counters {
     uint64_t rejected = 0;          ///< frames the decoder refused (wire::Reject reasons)
+    wire::RejectCounters rejects;   ///< ... by reason
     uint64_t unknown_qp = 0;        ///< frames for no QP of ours, or one not ready for them
     uint64_t dispatched = 0;        ///< frames handed from the receiving shard to the owner
     uint64_t dispatch_dropped = 0;  ///< ... that found the owner's ring full
     uint64_t tx_dropped = 0;        ///< frames the port did not take in time
   };
   Counters counters() const;
+  /// Transport counters summed over every QP since open(), destroyed ones included.
+  QpCounters qp_totals() const;
+  /// Calls fn for each QP that exists. Safe from any thread (a telemetry thread) while the
+  /// device is open: it holds the lock create_qp and destroy_qp take to change the QP list,
+  /// so no QP is freed under fn; fn must not create or destroy QPs. The lcores never take
+  /// that lock, and the counters fn reads may lag them by a few packets.
+  void for_each_qp(const std::function<void(const Qp&)>& fn) const;
 
   /// Installs (or with nullptr removes) the fault-injection switch on the packet path.
   void set_faults(const FaultConfig* faults);
@@ -116,6 +145,8 @@ class Device {
  private:
   std::unique_ptr<DeviceImpl> impl_;
   std::string error_;
+  mutable std::mutex qps_mutex_;   ///< the QP list against readers on other threads
+  QpCounters retired_;             ///< counters of the QPs destroyed since open()
 };
 
 /// A completion queue. Producers are lcores; one consumer (the application).
@@ -152,6 +183,7 @@ class Cq {
 class Qp {
  public:
   uint32_t qpn() const;
+  QpType type() const;
   /// Moves the QP through RESET -> INIT -> RTR -> RTS (or to ERROR / RESET). Applied by the
   /// owning lcore; returns when it has been.
   bool modify(QpState to, const QpAttr& attr);
@@ -164,19 +196,7 @@ class Qp {
   bool post_send_burst(const SendWr* wrs, unsigned n);
   bool post_recv(const RecvWr& wr);
   /// Transport counters of this QP (exact once its lcore is quiet).
-  struct Counters {
-    uint64_t tx_packets = 0, rx_packets = 0, tx_bytes = 0, rx_bytes = 0;
-    uint64_t retransmits = 0;       ///< packets sent again (timeout, NAK or RNR)
-    uint64_t timeouts = 0;          ///< retransmission timer expiries
-    uint64_t naks_sent[4] = {};     ///< PSN sequence, invalid request, remote access, remote op
-    uint64_t naks_received[4] = {};
-    uint64_t rnr_naks_sent = 0, rnr_naks_received = 0;
-    uint64_t duplicates = 0;        ///< duplicate requests received (re-ACKed or replayed)
-    uint64_t out_of_sequence = 0;   ///< requests received past the expected PSN
-    uint64_t invalidations = 0;     ///< windows invalidated by the peer's SEND WITH INVALIDATE
-    uint64_t qkey_drops = 0;        ///< UD: datagrams with the wrong Q_Key
-    uint64_t no_recv_drops = 0;     ///< UD: datagrams that found no receive posted (no RNR)
-  };
+  using Counters = QpCounters;
   Counters counters() const;
   /// Send-side requests and receives completed so far, signaled or not (an application that
   /// suppresses success completions still needs to know when a slot frees up).

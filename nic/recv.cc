@@ -29,7 +29,7 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
     qp->mac_known = true;
   }
   qp->counters.rx_packets++;
-  qp->counters.rx_bytes += pkt.payload_len;
+  qp->counters.rx_bytes += wire::frame_length(pkt);  // as tx_bytes: whole frames
   switch (wire::opcode_info(pkt.bth.opcode).kind) {
     case wire::OpKind::kSend:
     case wire::OpKind::kWrite:

@@ -105,7 +105,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     return;
   }
   qp.counters.rx_packets++;
-  qp.counters.rx_bytes += pkt.payload_len;
+  qp.counters.rx_bytes += wire::frame_length(pkt);
   if (pkt.deth.qkey != qp.attr.qkey) {
     qp.counters.qkey_drops++;
     return;

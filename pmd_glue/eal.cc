@@ -26,6 +26,7 @@ const std::vector<std::set<std::string_view>> kSynonyms = {
     {"-l", "--lcores", "-c"},
     {"--no-pci", "-a", "--allow", "-b", "--block", "-w"},
     {"--main-lcore", "--master-lcore"},
+    {"--telemetry", "--no-telemetry"},  // EAL lets --no-telemetry win whatever the order
 };
 
 std::string option_name(std::string_view arg) {

@@ -89,11 +89,15 @@ enum class Drop : uint8_t {
 };
 const char* drop_name(Drop d);
 
+/// Written by the lcore polling each queue with plain stores (no atomics on the datapath);
+/// another thread reading them may see values a few frames old.
 struct PortCounters {
   uint64_t rx_frames = 0;          ///< everything the PMD delivered
+  uint64_t rx_bytes = 0;           ///< ... their bytes (Ethernet header to the end, no FCS)
   uint64_t rx_roce = 0;            ///< handed to the caller
   uint64_t rx_arp = 0;             ///< ARP frames handled here
   uint64_t tx_frames = 0;          ///< accepted by the PMD, ARP included
+  uint64_t tx_bytes = 0;           ///< ... their bytes (Ethernet header to the end, no FCS)
   uint64_t tx_arp_requests = 0;
   uint64_t tx_arp_replies = 0;
   uint64_t tx_errors = 0;          ///< ARP frames the PMD or the mempool refused

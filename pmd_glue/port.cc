@@ -242,9 +242,11 @@ PortCounters Port::counters() const {
   for (const QueueCounters& q : counters_) {
     const PortCounters& c = q.c;
     sum.rx_frames += c.rx_frames;
+    sum.rx_bytes += c.rx_bytes;
     sum.rx_roce += c.rx_roce;
     sum.rx_arp += c.rx_arp;
     sum.tx_frames += c.tx_frames;
+    sum.tx_bytes += c.tx_bytes;
     sum.tx_arp_requests += c.tx_arp_requests;
     sum.tx_arp_replies += c.tx_arp_replies;
     sum.tx_errors += c.tx_errors;
@@ -263,8 +265,10 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
 
   const Identity us{mac_, ipv4_, config_.promiscuous};
   uint16_t roce = 0;
+  uint64_t bytes = 0;
   for (uint16_t i = 0; i < nb; i++) {
     rte_mbuf* m = pkts[i];
+    bytes += rte_pktmbuf_pkt_len(m);
     const Classified k = classify(m, us);
     if (likely(k.verdict == Verdict::kRoce)) {
       pkts[roce++] = m;
@@ -276,6 +280,7 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
     }
   }
   c.rx_roce += roce;
+  c.rx_bytes += bytes;
   return roce;
 }
 
@@ -298,10 +303,16 @@ uint16_t Port::tx_burst(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
     n = rte_eth_tx_prepare(port_id_, queue, pkts, n);
   }
   if (unlikely(capture_ != nullptr)) capture_->stage(pkts, n);
+  // Summed before the burst: a frame the PMD took is no longer ours to read (net_ring hands it
+  // to the peer's lcore at once); the ones it left are, and come off again.
+  uint64_t bytes = 0;
+  for (uint16_t i = 0; i < n; i++) bytes += rte_pktmbuf_pkt_len(pkts[i]);
   const uint16_t sent = rte_eth_tx_burst(port_id_, queue, pkts, n);
+  for (uint16_t i = sent; i < n; i++) bytes -= rte_pktmbuf_pkt_len(pkts[i]);
   PortCounters& c = counters_[queue].c;
   if (unlikely(capture_ != nullptr) && !capture_->commit(sent)) c.capture_errors += sent;
   c.tx_frames += sent;
+  c.tx_bytes += bytes;
   return sent;
 }
 

@@ -1,0 +1,89 @@
+// The counters by name, in one place: the telemetry replies and the text table print the same
+// fields under the same names (and a device's address the same way).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nic/nic.h"
+#include "pmd_glue/pmd_glue.h"
+
+namespace ndnic::telemetry {
+
+using Field = std::pair<const char*, uint64_t>;
+
+/// "198.18.0.1" from a host-order address.
+inline std::string ipv4_text(uint32_t ip) {
+  return std::to_string(ip >> 24) + "." + std::to_string((ip >> 16) & 0xff) + "." +
+         std::to_string((ip >> 8) & 0xff) + "." + std::to_string(ip & 0xff);
+}
+
+/// The AETH NAK codes 0..3 (Qp::Counters::naks_sent/naks_received index them).
+constexpr const char* kNakKinds[4] = {"psn_sequence", "invalid_request", "remote_access",
+                                      "remote_operation"};
+
+inline std::vector<Field> port_fields(const glue::PortCounters& c) {
+  return {{"rx_packets", c.rx_frames},
+          {"rx_bytes", c.rx_bytes},
+          {"tx_packets", c.tx_frames},
+          {"tx_bytes", c.tx_bytes},
+          {"rx_roce", c.rx_roce},
+          {"rx_arp", c.rx_arp},
+          {"tx_arp_requests", c.tx_arp_requests},
+          {"tx_arp_replies", c.tx_arp_replies},
+          {"tx_errors", c.tx_errors},
+          {"capture_errors", c.capture_errors},
+          {"rx_dropped", c.dropped()}};
+}
+
+/// Every reason, zero or not: a script sees the same keys each time.
+inline std::vector<Field> port_drops(const glue::PortCounters& c) {
+  std::vector<Field> v;
+  for (size_t i = 0; i < size_t(glue::Drop::kCount); i++)
+    v.emplace_back(glue::drop_name(glue::Drop(i)), c.drops[i]);
+  return v;
+}
+
+inline std::vector<Field> engine_fields(const nic::Device::Counters& c) {
+  return {{"rejected", c.rejected},
+          {"unknown_qp", c.unknown_qp},
+          {"dispatched", c.dispatched},
+          {"dispatch_dropped", c.dispatch_dropped},
+          {"tx_dropped", c.tx_dropped}};
+}
+
+inline std::vector<Field> engine_rejects(const nic::Device::Counters& c) {
+  std::vector<Field> v;
+  // From 1: Reject::kOk is no reason.
+  for (size_t i = 1; i < size_t(wire::Reject::kCount); i++)
+    v.emplace_back(wire::reject_name(wire::Reject(i)), c.rejects.count[i]);
+  return v;
+}
+
+/// A QP's counters without the per-kind arrays and drops (qp_naks, qp_drops).
+inline std::vector<Field> qp_fields(const nic::QpCounters& c) {
+  return {{"tx_packets", c.tx_packets},
+          {"tx_bytes", c.tx_bytes},
+          {"rx_packets", c.rx_packets},
+          {"rx_bytes", c.rx_bytes},
+          {"retransmits", c.retransmits},
+          {"timeouts", c.timeouts},
+          {"rnr_naks_sent", c.rnr_naks_sent},
+          {"rnr_naks_received", c.rnr_naks_received},
+          {"duplicates", c.duplicates},
+          {"out_of_sequence", c.out_of_sequence},
+          {"invalidations", c.invalidations}};
+}
+
+inline std::vector<Field> qp_naks(const uint64_t (&naks)[4]) {
+  return {{kNakKinds[0], naks[0]}, {kNakKinds[1], naks[1]}, {kNakKinds[2], naks[2]}, {kNakKinds[3], naks[3]}};
+}
+
+/// UD datagrams a QP dropped, by reason (RC QPs drop nothing themselves: they NAK).
+inline std::vector<Field> qp_drops(const nic::QpCounters& c) {
+  return {{"wrong_qkey", c.qkey_drops}, {"no_receive", c.no_recv_drops}};
+}
+
+}  // namespace ndnic::telemetry
