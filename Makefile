@@ -26,11 +26,15 @@ build: setup
 test: build hugepages
 	@scripts/run-tests.sh $(BUILD) $(MESON_TEST_ARGS)
 
+# The mission narrated, then a short ndperf sweep through the ND API with its plot.
 demo: build hugepages
 	$(BUILD)/tools/nd_demo/nd_demo
+	$(BUILD)/tools/ndperf/ndperf -- -T send_bw,write_bw,read_bw,send_lat,write_lat,read_lat -a -n 50 \
+	  --plot $(BUILD)/demo-sweep.png
+	@echo "ndperf's plot: $(abspath $(BUILD))/demo-sweep.png
 
 bench: build hugepages
-	@for b in $(BUILD)/perf/bench_*; do [ -f "$$b" ] && [ -x "$$b" ] || continue; "$$b" || exit 1; done
+	@scripts/bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

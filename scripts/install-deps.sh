@@ -18,7 +18,7 @@ PKGS=(
   # the independent decoder for the golden tests, and namespaces/veth for integration tests
   tshark iproute2 procps
   # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
-  python3
+  python3 gnuplot-nox
 )
 PKGS+=("$@")
 

@@ -1,0 +1,74 @@
+// What every test's two halves do around their measurement: connect the test's QPs (the
+// client) or accept them (the server), control messages in 64-byte slots (setup, credits,
+// SYNC and its answer), data receives, binding a window. The protocol of a test:
+//
+//   client                                 server
+//   Connect(plan, qp i) for each QP  --->  Accept each (receives posted first)
+//                                    <---  Setup on each QP (its window, its receive depth)
+//   per size: the measured requests, then a zero-byte SYNC on each QP
+//                                    <---  the answer when every QP's SYNC is in: zero bytes
+//                                          when the size's data checked out, one byte when not
+//   Disconnect                       --->  (the server's receives complete as canceled)
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "tools/ndperf/results.h"
+#include "tools/ndperf/session.h"
+
+namespace ndnic::ndperf {
+
+constexpr uint32_t kCtrlRecvs = 16;  ///< control receives each QP keeps posted
+constexpr uint32_t kCtrlSends = 16;  ///< control messages in flight per QP at most
+constexpr uint32_t kSyncBad = 1;     ///< the length of a SYNC answer that reports bad data
+/// A CQ holds at most this many (the adapter's MaxCqEntries); far fewer results are ever
+/// outstanding, since most requests go unsignaled.
+constexpr size_t kMaxCqEntries = 65535;
+
+/// Where the client runs: the server, how long to wait for it, where rows go.
+struct ClientEnv {
+  uint32_t server_ipv4 = 0;
+  uint16_t port = 0;
+  std::chrono::steady_clock::duration retry{};
+  TestResult* result = nullptr;
+  std::string link;  ///< for the banner
+};
+
+/// A QP's control receives (slots 0..n-1 of its control area) and its one result for control
+/// sends, which go unsignaled (seen only when one fails).
+struct Control {
+  std::vector<Op> recvs;
+  Op send;
+  /// `extended`: the receives go through ReceiveExt (to see a Write with immediate).
+  void init(uint32_t qp, uint32_t n, bool extended = false);
+};
+
+bool post_ctrl_recv(Session& s, Op* op);
+bool post_ctrl_recvs(Session& s, Control& c);
+/// How much a data receive takes: the largest message, or a control message (a setup may
+/// come first on a QP that receives data).
+size_t data_recv_len(const Plan& p);
+/// A receive into the recv area (offset 0) of up to `len` bytes.
+bool post_data_recv(Session& s, Op* op, size_t len);
+/// A control message from slot `slot` of the QP's outgoing control area, unsignaled.
+bool send_ctrl(Session& s, Control& c, uint32_t slot, const void* data, size_t len);
+/// A zero-byte Send (a SYNC or its good answer), unsignaled.
+bool send_empty(Session& s, Control& c);
+/// Binds `mw` over [off, off+len) of our buffer through the QP's endpoint and waits for the
+/// bind (nothing else may complete meanwhile).
+bool bind_wait(Session& s, uint32_t qp, INDMemoryWindow* mw, size_t off, size_t len, DWORD flags,
+               ND_MW_DESCRIPTOR* desc);
+
+/// Server: accepts the pending request (plan `first`, QP 0) and the requests for the test's
+/// other QPs. `post` posts a QP's receives before its Accept.
+bool accept_all(Session& s, const Plan& first, const Depths& d, const std::function<bool(uint32_t)>& post);
+/// Client: connects the test's QPs.
+bool connect_all(Session& s, const ClientEnv& env, const Plan& plan, const Depths& d,
+                 const std::function<bool(uint32_t)>& post);
+/// Reaps until `n` Setup messages came in (the first on each QP), each on a receive of kind
+/// kCtrlRecv or kDataRecv, which `repost` posts again.
+bool wait_setups(Session& s, uint32_t n, std::vector<Setup>* setups, const std::function<bool(Op*)>& repost);
+
+}  // namespace ndnic::ndperf

@@ -1,0 +1,30 @@
+// Each test's two halves. A client half connects its QPs, measures every size of its plan,
+// appends a row per size to env.result (printing it as it goes) and disconnects; a server
+// half accepts the pending request (and the test's other QPs), serves until the client's
+// last SYNC or its disconnect, and returns. Both take a Session opened on their node.
+#pragma once
+
+#include "tools/ndperf/exchange.h"
+#include "tools/ndperf/session.h"
+
+namespace ndnic::ndperf {
+
+/// send_bw, write_bw, read_bw, atomic_bw (bw_test.cc).
+bool bw_client(Session& s, const Plan& p, ClientEnv& env);
+bool bw_server(Session& s, const Plan& p);
+/// send_lat, write_lat, read_lat (lat_test.cc).
+bool lat_client(Session& s, const Plan& p, ClientEnv& env);
+bool lat_server(Session& s, const Plan& p);
+/// sendinv (sendinv_test.cc).
+bool sendinv_client(Session& s, const Plan& p, ClientEnv& env);
+bool sendinv_server(Session& s, const Plan& p);
+
+/// The banner every client half prints before its first row; `note` adds a line.
+void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, uint32_t cq_moderation,
+                       const std::string& note = "");
+/// Iterations for this size: -n, or none (0) under -D, or the test's default.
+uint64_t iterations(const Options& o, Test t, uint32_t size);
+/// Whether a run of `iters` iterations (0: duration) started at `t0` should stop posting.
+bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters);
+
+}  // namespace ndnic::ndperf

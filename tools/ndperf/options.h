@@ -1,0 +1,66 @@
+// ndperf's command line: perftest's options where perftest has one (-s, -a, -n, -D, -q, -t,
+// -m, -e, -p), plus the test list, the output files, and what ndnic needs to stand on a DPDK
+// port (--dev, --ip). Parsed before EAL starts, so --help and usage errors never start it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/ndperf/catalog.h"
+
+namespace ndnic::ndperf {
+
+/// Embedded: both ends in this process over a net_ring pair. Server or client: one end on a
+/// DPDK port, the other in another process or on another host.
+enum class Role : uint8_t { kEmbedded, kServer, kClient };
+const char* role_name(Role r);
+
+constexpr uint32_t kMinSweepSize = 2;          ///< perftest's -a: 2 B ...
+constexpr uint32_t kMaxSize = 8u << 20;        ///< ... to 8 MiB
+constexpr uint16_t kDefaultPort = 18515;       ///< perftest's default port
+constexpr uint32_t kDefaultTxDepth = 128;      ///< perftest's bandwidth tx depth
+constexpr uint32_t kMaxTxDepth = 1024;
+constexpr uint32_t kMaxQps = 64;
+constexpr uint32_t kDefaultMtu = 1024;         ///< rxe's on a 1500-byte link, and the CM's default
+constexpr unsigned kDefaultTimeoutS = 10;
+
+struct Options {
+  Role role = Role::kEmbedded;
+  std::vector<Test> tests;           ///< in the order given, no duplicates
+  uint32_t size = 0;                 ///< -s; 0: each test's default
+  bool sweep = false;                ///< -a: 2 B .. 8 MiB
+  uint32_t iters = 0;                ///< -n per size (and per QP); 0: scaled defaults
+  uint32_t duration_s = 0;           ///< -D: each size runs this long instead
+  uint32_t qps = 1;
+  uint32_t tx_depth = kDefaultTxDepth;
+  uint32_t mtu = kDefaultMtu;
+  bool events = false;               ///< -e: wait for completions with Notify
+  bool wait_chosen = false;          ///< -e or --poll given; otherwise launch picks
+  std::string json_path;             ///< "-": stdout
+  std::string csv_path;
+  std::string plot_path;
+  bool stats = false;                ///< --stats: the port's and QPs' counters at the end
+  uint32_t peer_ipv4 = 0;            ///< client: the server, host order
+  uint32_t ipv4 = 0;                 ///< server/client: our address on --dev
+  std::string device;                ///< server/client: ethdev port or vdev devargs
+  uint16_t port = kDefaultPort;      ///< the ND port the server listens on
+  unsigned retry_s = 0;              ///< client: wait this long for a server that is starting
+  unsigned timeout_s = kDefaultTimeoutS;
+};
+
+/// Run with these options, or exit now with this status (0 after --help, 2 after a usage
+/// error, which has been printed).
+struct Parsed {
+  std::optional<Options> options;
+  int exit_code = 0;
+};
+
+Parsed parse_options(const std::vector<std::string>& args);
+
+/// The program's own arguments: after the first "--", or all of them when there is none (as
+/// pmd_glue's eal_init splits argv).
+std::vector<std::string> program_args(int argc, char** argv);
+
+}  // namespace ndnic::ndperf

@@ -1,0 +1,26 @@
+#include "tools/ndperf/progress.h"
+
+#include <cstdio>
+
+#include "tools/ndperf/stats.h"
+
+namespace ndnic::ndperf {
+namespace {
+
+constexpr uint32_t kQuietSeconds = 2;  ///< runs up to this long print no progress
+
+}  // namespace
+
+Progress::Progress(Test test, uint32_t bytes, uint32_t duration_s)
+    : test_(test), bytes_(bytes), t0_(now_tsc()), second_(uint64_t(tsc_hz())) {
+  next_ = t0_ + second_ * (duration_s > kQuietSeconds ? 1 : kQuietSeconds + 1);
+}
+
+void Progress::print(uint64_t tsc, uint64_t iterations, const std::string& figure) {
+  std::fprintf(stderr, "ndperf: %s %u B: %llu s, %llu iterations, %s\n", name(test_), bytes_,
+               static_cast<unsigned long long>((tsc - t0_ + second_ / 2) / second_),
+               static_cast<unsigned long long>(iterations), figure.c_str());
+  while (next_ <= tsc) next_ += second_;
+}
+
+}  // namespace ndnic::ndperf

@@ -1,0 +1,174 @@
+// One end's Network Direct v1 objects for one test, as an ND application holds them: the
+// adapter (opened by address), one completion queue for every QP and both directions, the
+// end's buffer registered once, a connector and endpoint per QP connected over the wire
+// (INDListen / INDConnector, IB CM on QP1), the memory windows. Results are waited for by
+// polling GetResults or with Notify, and every request's ND_RESULT is an Op that says what
+// the request was. Only ndspi.h, ndnic_ext.h and NdOpenV1Adapter here.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nd_frontend/ndnic_ext.h"
+#include "nd_frontend/ndspi.h"
+#include "tools/ndperf/node.h"
+#include "tools/ndperf/plan.h"
+#include "tools/ndperf/stop.h"
+
+namespace ndnic::ndperf {
+
+enum class OpKind : uint8_t {
+  kData,        ///< a signaled data request (Send, Write, Read, FetchAndAdd)
+  kDataSilent,  ///< the shared result of a QP's unsignaled data requests (seen only on error)
+  kDataRecv,    ///< a receive for data messages (and zero-byte SYNCs)
+  kCtrlRecv,    ///< a receive for control messages (setup, credits, SYNC and their answers)
+  kCtrlSend,    ///< a control message we sent
+  kBind,        ///< a window bind
+  kInvalidate,  ///< a window's invalidation result (CreateMemoryWindow's)
+  kCheck,       ///< a verifying request after a run (atomic_bw's final FetchAndAdd)
+};
+
+/// An ND_RESULT with what it was for. GetResults hands back the caller's ND_RESULT*, so the
+/// request's context rides along with it, as in the SDK examples. It is an NDNIC_RESULT, so a
+/// receive may also go through the extension's ReceiveExt (when `extended`).
+struct Op : NDNIC_RESULT {
+  OpKind kind = OpKind::kData;
+  bool extended = false;    ///< receives: posted with ReceiveExt (Flags and ImmediateData valid)
+  uint16_t qp = 0;
+  uint32_t slot = 0;
+  uint64_t seq = 0;         ///< kData: the request's number on its QP
+  uint8_t* addr = nullptr;  ///< receives: where the message lands
+};
+
+inline Op* op_of(ND_RESULT* r) { return static_cast<Op*>(static_cast<NDNIC_RESULT*>(r)); }
+
+struct Depths {
+  SIZE_T inbound = 0;   ///< receives outstanding at most, per QP
+  SIZE_T outbound = 0;  ///< send-side requests outstanding at most, per QP
+};
+
+class Session {
+  using Clock = std::chrono::steady_clock;
+
+ public:
+  /// `who` ("server", "client") prefixes messages. A patient session (the server's) waits for
+  /// results as long as it takes: in a Write or Read test its peer may be busy for minutes
+  /// without a result arriving here.
+  Session(const Options& o, Node& node, const char* who, Halt& halt, bool patient);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// The adapter that owns the node's address, and the node's buffer registered.
+  bool open();
+  /// The CQ every QP of the test completes into (before the first connect or accept).
+  bool create_cq(size_t entries);
+
+  // ---- server ----
+  bool listen(uint16_t port);
+  /// Waits for the next connection request and returns its plan (false: failed or halted;
+  /// a request that is not ndperf's is rejected and counts as a failure).
+  bool get_request(Plan* plan);
+  /// Creates the request's endpoint, lets `post` post its receives, accepts, and waits until
+  /// the connection is established.
+  bool accept(const Depths& d, const std::function<bool(uint32_t qp)>& post);
+  void reject();
+  /// Waits until the client has disconnected every QP.
+  bool wait_disconnect();
+
+  // ---- client ----
+  /// One more QP: an endpoint, Connect with the plan (retried while the server is not
+  /// listening yet, up to `retry`), `post` for its receives, CompleteConnect.
+  bool connect(uint32_t ip, uint16_t port, const Plan& plan, const Depths& d,
+               const std::function<bool(uint32_t qp)>& post, Clock::duration retry);
+  bool disconnect();
+
+  // ---- objects ----
+  uint32_t qps() const { return uint32_t(qps_.size()); }
+  INDEndpoint* ep(uint32_t qp) const { return qps_[qp].ep; }
+  INDEndpointExt* ext(uint32_t qp);
+  INDAdapter* adapter() const { return adapter_; }
+  /// A window whose invalidations complete into `invalidated`; released with the session.
+  INDMemoryWindow* create_window(Op* invalidated);
+  uint8_t* buf() const { return node_.buffer(); }
+  const Layout& layout() const { return node_.layout(); }
+  ND_SGE sge(size_t offset, size_t len) const { return ND_SGE{buf() + offset, len, mr_}; }
+  ND_MR_HANDLE mr() const { return mr_; }
+
+  // ---- results ----
+  /// Waits for results and returns 1..n of them; 0 on failure, timeout (the client's:
+  /// --timeout without any) or halt, with the reason printed (halted() tells which).
+  size_t reap(ND_RESULT** out, size_t n);
+  /// Whatever results are there now.
+  size_t poll(ND_RESULT** out, size_t n) { return cq_->GetResults(out, n); }
+  bool halted() const { return halted_; }
+  /// For loops that do not wait in reap(): whether to give up now (marks the session halted).
+  bool stop_requested() {
+    halted_ = halted_ || halt_.now();
+    return halted_;
+  }
+  const Options& options() const { return o_; }
+  const char* who() const { return who_; }
+
+  /// "ndperf <who>: <what>[: STATUS (0x...)]" on stderr; returns false.
+  bool fail(const std::string& what, HRESULT hr = ND_SUCCESS) const;
+  /// A post's HRESULT: true when it was accepted, otherwise says what failed.
+  bool posted(HRESULT hr, const char* what) const { return SUCCEEDED(hr) || fail(what, hr); }
+  /// A completed request's status: true for ND_SUCCESS, otherwise says what failed.
+  bool succeeded(const ND_RESULT* r, const std::string& what) const;
+
+ private:
+  struct Qp {
+    INDConnector* conn = nullptr;
+    INDEndpoint* ep = nullptr;
+    INDEndpointExt* ext = nullptr;
+    bool connected = false;
+    bool disconnected = false;
+  };
+  bool create_endpoint(Qp& q, const Depths& d);
+  void release(Qp& q);
+  /// Finishes an overlapped request that returned `hr`: waits at most `limit` (forever when
+  /// it is max()), less on halt. Its HRESULT; ND_IO_TIMEOUT after the limit, ND_CANCELED on
+  /// halt. `on_sigint`: Ctrl-C halts this wait too (not a client's disconnect, which is part
+  /// of ending cleanly).
+  HRESULT await(INDOverlapped* obj, HRESULT hr, std::unique_ptr<OVERLAPPED> ov, Clock::duration limit,
+                bool on_sigint = true);
+  bool halting(bool on_sigint) const { return halt_.aborted() || (on_sigint && halt_.now()); }
+  bool check(HRESULT hr, const std::string& what);
+  Clock::duration timeout() const { return std::chrono::seconds(o_.timeout_s); }
+  void watchdog();
+
+  const Options& o_;
+  Node& node_;
+  const char* who_;
+  Halt& halt_;
+  const bool patient_;
+  INDAdapter* adapter_ = nullptr;
+  INDCompletionQueue* cq_ = nullptr;
+  INDListen* listen_ = nullptr;
+  ND_MR_HANDLE mr_ = nullptr;
+  std::vector<Qp> qps_;
+  Qp pending_;  ///< server: the connector holding a request not accepted yet
+  std::vector<INDMemoryWindow*> windows_;
+  bool halted_ = false;
+
+  // Waiting with Notify: one at a time. The watchdog cancels it when it has slept longer than
+  // a recheck period, so the waiter looks at the CQ and at the halt itself.
+  OVERLAPPED notify_ov_{};
+  bool armed_ = false;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<int64_t> waiting_since_ns_{0};
+  std::thread watchdog_;
+};
+
+}  // namespace ndnic::ndperf
