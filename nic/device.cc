@@ -47,13 +47,27 @@ void add(QpCounters& to, const QpCounters& c) {
   to.no_recv_drops += c.no_recv_drops;
 }
 
+/// Consecutive empty polls (a few microseconds) after which a worker yields its CPU.
+constexpr unsigned kIdlePollsBeforeYield = 64;
+
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
   if (s->dev->qsbr) {
     rte_rcu_qsbr_thread_register(s->dev->qsbr, s->index);
     rte_rcu_qsbr_thread_online(s->dev->qsbr, s->index);
   }
-  while (s->dev->running.load(std::memory_order_relaxed)) s->poll_once();
+  // A worker that found nothing to do for a while offers its CPU to any thread waiting for it
+  // (an application thread woken by a completion, on a machine with fewer CPUs than busy
+  // threads): without this the woken thread waits out the worker's whole scheduler slice.
+  // On a CPU of its own the yield returns at once.
+  unsigned idle = 0;
+  while (s->dev->running.load(std::memory_order_relaxed)) {
+    if (s->poll_once()) {
+      idle = 0;
+    } else if (++idle >= kIdlePollsBeforeYield) {
+      sched_yield();
+    }
+  }
   if (s->dev->qsbr) {
     rte_rcu_qsbr_thread_offline(s->dev->qsbr, s->index);
     rte_rcu_qsbr_thread_unregister(s->dev->qsbr, s->index);

@@ -326,8 +326,9 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   unsigned sent = 0;
   const uint32_t mtu = qp.attr.path_mtu;
   // READ_REPLY: oldest accepted READ first, so responses leave in PSN order.
+  // Most polls have no READ to answer: the 64 replay slots are only walked when one is.
   const size_t nres = r.res.size();
-  for (size_t k = 0; k < nres && sent < kSendBudget; k++) {
+  for (size_t k = 0; r.reads_active > 0 && k < nres && sent < kSendBudget; k++) {
     ReadResource& res = r.res[(r.res_next + k) % nres];
     if (!res.valid || !res.active) continue;
     while (sent < kSendBudget && s.tx_room()) {
