@@ -47,8 +47,9 @@ void add(QpCounters& to, const QpCounters& c) {
   to.no_recv_drops += c.no_recv_drops;
 }
 
-/// Consecutive empty polls (a few microseconds) after which a worker yields its CPU.
-constexpr unsigned kIdlePollsBeforeYield = 64;
+/// Consecutive empty polls after which a worker yields its CPU: ~100 us, longer than a
+/// ping-pong's idle gap (a yield there costs latency), short against a scheduler slice.
+constexpr unsigned kIdlePollsBeforeYield = 2048;
 
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
