@@ -122,11 +122,16 @@ bool connect(Side& owner, Side& peer, INDListen* listen) {
   to.sin_addr.s_addr = htonl(kOwnerIp);
   HRESULT hc = peer.conn->Connect(peer.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
   if (owner.finish(listen, &req, hr) != ND_SUCCESS) return false;
-  if (owner.finish(owner.conn, &acc, owner.conn->Accept(owner.ep, nullptr, 0, &acc)) == ND_PENDING) return false;
+  // Accept completes when the RTU arrives, which only the peer's CompleteConnect sends: it is
+  // waited for last. Every OVERLAPPED here is finished before this frame goes.
+  const HRESULT ha = owner.conn->Accept(owner.ep, nullptr, 0, &acc);
+  if (FAILED(ha)) return false;
   if (peer.finish(peer.conn, &con, hc) != ND_SUCCESS) return false;
   hc = peer.finish(peer.conn, &done, peer.conn->CompleteConnect(&done));
-  return check(hc == ND_SUCCESS, peer.name, "connected to " + std::string("198.18.10.1:") + std::to_string(kPort) +
-                                                 " (IB CM REQ/REP/RTU on QP1): " + status_text(hc));
+  const HRESULT accepted = owner.finish(owner.conn, &acc, ha);
+  return check(hc == ND_SUCCESS && accepted == ND_SUCCESS, peer.name,
+               "connected to " + std::string("198.18.10.1:") + std::to_string(kPort) +
+                   " (IB CM REQ/REP/RTU on QP1): " + status_text(hc));
 }
 
 bool bind(Side& owner, INDMemoryWindow* mw, ND_MW_DESCRIPTOR* desc) {
