@@ -1,6 +1,5 @@
 #include "tools/ndping/launch.h"
 
-#include <sched.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -12,6 +11,7 @@
 #include <rte_lcore.h>
 
 #include "pmd_glue/pmd_glue.h"
+#include "tools/nd_node/lcores.h"
 #include "tools/ndping/devices.h"
 
 namespace ndnic::ndping {
@@ -23,36 +23,9 @@ int app_threads(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
 /// Each node's device polls on a worker lcore of its own.
 size_t workers_needed(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
 
-std::string cpu_list(const std::vector<int>& cpus, size_t from, size_t n) {
-  std::string s = "(";
-  for (size_t i = from; i < from + n; i++) s.append(i > from ? "," : "").append(std::to_string(cpus[i]));
-  return s.append(")");
-}
-
-/// EAL's --lcores when the user gave none: lcore 0 (the application threads) on processors of
-/// its own and each device's worker lcore on one of its own when the process has enough of
-/// them; otherwise everything shares what there is (and the waits block, see choose_waits).
-std::string default_lcores(const Options& o, const std::vector<int>& cpus) {
-  const size_t apps = size_t(app_threads(o)), workers = workers_needed(o);
-  const bool room = cpus.size() >= apps + workers;
-  std::string map = "0@" + cpu_list(cpus, 0, room ? apps : cpus.size());
-  for (size_t w = 0; w < workers; w++) {
-    // With room, the processors after lcore 0's; without, shared ones from the last down
-    // (two processors: "0@(0,1),1@1,2@0").
-    const int cpu = room ? cpus[apps + w] : cpus[cpus.size() - 1 - w % cpus.size()];
-    map.append(",").append(std::to_string(w + 1)).append("@").append(std::to_string(cpu));
-  }
-  return map;
-}
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    for (int c = 0; c < CPU_SETSIZE; c++)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  if (cpus.empty()) cpus.push_back(0);
-  return cpus;
+/// EAL's --lcores when the user gave none (see nd_node/lcores.h).
+std::string default_lcores(const Options& o) {
+  return nd_node::default_lcores(size_t(app_threads(o)), workers_needed(o));
 }
 
 bool run_embedded(const Options& o, const Halves& h) {
@@ -86,22 +59,7 @@ bool run_embedded(const Options& o, const Halves& h) {
 /// application thread.
 void choose_waits(Options* o) {
   if (o->wait_chosen) return;
-  cpu_set_t taken;
-  CPU_ZERO(&taken);
-  bool apart = true;
-  size_t workers = 0;
-  for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE && workers < workers_needed(*o);
-       l = rte_get_next_lcore(l, 1, 0), workers++) {
-    rte_cpuset_t w = rte_lcore_cpuset(l);
-    cpu_set_t both;
-    CPU_AND(&both, &w, &taken);
-    apart = apart && CPU_COUNT(&both) == 0;
-    CPU_OR(&taken, &taken, &w);
-  }
-  rte_cpuset_t main_cpus = rte_lcore_cpuset(rte_get_main_lcore());
-  cpu_set_t both;
-  CPU_AND(&both, &main_cpus, &taken);
-  apart = apart && CPU_COUNT(&both) == 0 && CPU_COUNT(&main_cpus) >= app_threads(*o);
+  const bool apart = nd_node::threads_apart(size_t(app_threads(*o)), workers_needed(*o));
   o->blocking = !apart;
   if (o->blocking)
     std::printf("%s: no processor of its own for each device worker and application thread: "
@@ -141,7 +99,7 @@ int launch(Tool tool, int argc, char** argv, const Halves& halves) {
   signal(SIGPIPE, SIG_IGN);
   Options o = *parsed.options;
   glue::EalDefaults defaults;
-  defaults.options = {{"--lcores", default_lcores(o, allowed_cpus())},  // before EAL pins this thread
+  defaults.options = {{"--lcores", default_lcores(o)},  // before EAL pins this thread
                       {"--no-pci", ""},
                       {"--log-level", "lib.eal:warning"},
                       {"--no-telemetry", ""}};
