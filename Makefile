@@ -1,12 +1,12 @@
 # ndnic: two commands on a fresh Debian 12 machine (as root):
 #   make demo   - install what is missing, build, run the demo
 #   make test   - install what is missing, build, run every test (what CI runs)
-# Other targets: make build, make bench, make clean.
+# Other targets: make build, make bench, make interop, make clean.
 
 BUILD ?= build
 MESON_TEST_ARGS ?=
 
-.PHONY: all deps hugepages setup build test demo bench clean
+.PHONY: all deps hugepages setup build test demo bench interop clean
 
 all: build
 
@@ -35,6 +35,12 @@ demo: build hugepages
 
 bench: build hugepages
 	@scripts/bench.sh $(BUILD)
+
+# The interop matrix against Linux Soft-RoCE in a QEMU guest (as root; one guest boot): a
+# table of case, direction, result and figures; non-zero when a case fails.
+interop: build
+	@NDNIC_INTEROP_LOGS=$(abspath $(BUILD))/interop-logs tests/interop/rxe_interop.sh \
+	  $(BUILD)/tools/rc_pingpong/rc_pingpong $(BUILD)/tools/nd_rping/nd_rping
 
 clean:
 	rm -rf $(BUILD)
