@@ -1,9 +1,7 @@
-#include <arpa/inet.h>
-
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
+#include "tools/nd_node/arguments.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -30,21 +28,10 @@ void usage() {
       kMinSize, kMaxSize, kDefaultSize, kDefaultPort);
 }
 
-bool parse_ipv4(const std::string& s, uint32_t* out) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s.c_str(), &a) != 1) return false;
-  *out = ntohl(a.s_addr);
-  return true;
-}
+bool parse_ipv4(const std::string& s, uint32_t* out) { return nd_node::parse_ipv4(s.c_str(), out); }
 
 bool parse_uint(const std::string& s, unsigned long max, unsigned long* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long v = std::strtoul(s.c_str(), &end, 10);
-  if (errno || *end || s[0] == '-' || v > max) return false;
-  *out = v;
-  return true;
+  return nd_node::parse_uint(s.c_str(), max, out);
 }
 
 }  // namespace

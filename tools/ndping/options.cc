@@ -1,11 +1,11 @@
 #include "tools/ndping/options.h"
 
-#include <arpa/inet.h>
 #include <getopt.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <string_view>
+
+#include "tools/nd_node/arguments.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -70,34 +70,11 @@ constexpr const char* kPingPongAbout =
 
 enum LongOnly { kPort = 256, kSge, kNoCheck, kTimeout, kRetry, kCapture, kDev, kIp };
 
-bool parse_uint(const char* s, unsigned long max, unsigned long* out) {
-  char* end = nullptr;
-  if (*s == '\0' || *s == '-') return false;
-  const unsigned long v = std::strtoul(s, &end, 10);
-  if (*end != '\0' || v > max) return false;
-  *out = v;
-  return true;
-}
+using nd_node::parse_ipv4;
+using nd_node::parse_uint;
 
-/// BYTES with an optional K or M (binary) suffix.
-bool parse_size(const char* s, unsigned long* out) {
-  std::string_view v(s);
-  unsigned long scale = 1;
-  if (!v.empty() && (v.back() == 'K' || v.back() == 'k')) scale = 1ul << 10;
-  if (!v.empty() && (v.back() == 'M' || v.back() == 'm')) scale = 1ul << 20;
-  const std::string digits(scale == 1 ? v : v.substr(0, v.size() - 1));
-  unsigned long n = 0;
-  if (!parse_uint(digits.c_str(), kMaxXfer, &n) || n * scale > kMaxXfer || n == 0) return false;
-  *out = n * scale;
-  return true;
-}
-
-bool parse_ipv4(const char* s, uint32_t* out) {
-  in_addr a{};
-  if (inet_pton(AF_INET, s, &a) != 1 || a.s_addr == 0) return false;
-  *out = ntohl(a.s_addr);
-  return true;
-}
+/// BYTES with an optional K or M (binary) suffix, 1 .. kMaxXfer.
+bool parse_size(const char* s, unsigned long* out) { return nd_node::parse_size(s, kMaxXfer, out); }
 
 /// IP[:PORT] as the SDK's <ip>[:<port>].
 bool parse_peer(const char* s, uint32_t* ip, uint16_t* port) {

@@ -1,0 +1,40 @@
+#include "tools/nd_node/arguments.h"
+
+#include <arpa/inet.h>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace ndnic::nd_node {
+
+bool parse_uint(const char* s, unsigned long max, unsigned long* out) {
+  // strtoul would accept a sign and leading blanks: refused here.
+  if (*s == '\0' || *s == '-' || *s == '+' || *s == ' ') return false;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s, &end, 10);
+  if (*end != '\0' || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_size(const char* s, unsigned long max, unsigned long* out) {
+  std::string_view v(s);
+  unsigned long scale = 1;
+  if (!v.empty() && (v.back() == 'K' || v.back() == 'k')) scale = 1ul << 10;
+  if (!v.empty() && (v.back() == 'M' || v.back() == 'm')) scale = 1ul << 20;
+  const std::string digits(scale == 1 ? v : v.substr(0, v.size() - 1));
+  unsigned long n = 0;
+  if (!parse_uint(digits.c_str(), max, &n) || n == 0 || n * scale > max) return false;
+  *out = n * scale;
+  return true;
+}
+
+bool parse_ipv4(const char* s, uint32_t* out) {
+  in_addr a{};
+  if (inet_pton(AF_INET, s, &a) != 1 || a.s_addr == 0) return false;
+  *out = ntohl(a.s_addr);
+  return true;
+}
+
+}  // namespace ndnic::nd_node
