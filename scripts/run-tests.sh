@@ -41,8 +41,23 @@ res = []
 for path in sys.argv[1:]:
     if os.path.exists(path):
         res += [json.loads(l)["result"] for l in open(path) if l.strip()]
+failed = []
+for path in sys.argv[1:]:
+    if os.path.exists(path):
+        for l in open(path):
+            if l.strip():
+                d = json.loads(l)
+                if d["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"):
+                    failed.append(d)
+# CI shows only the end of its log: the failures' names and last lines go last.
+for d in failed:
+    print(f"== FAILED: {d['name']} ({d['result']}, {d.get('duration', 0):.1f} s); its last lines:")
+    out = (d.get("stdout") or "").splitlines()
+    for line in out[-25:]:
+        print("   " + line)
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
 skip = sum(r == "SKIP" for r in res)
-print(f"tests: {ok} passed, {len(res) - ok - skip} failed" + (f", {skip} skipped" if skip else ""))
+print(f"tests: {ok} passed, {len(res) - ok - skip} failed" + (f", {skip} skipped" if skip else "")
+      + (" (" + ", ".join(d["name"].split(" / ")[-1] for d in failed) + ")" if failed else ""))
 PY
 exit $rc
