@@ -39,8 +39,7 @@ bench: build hugepages
 # The interop matrix against Linux Soft-RoCE in a QEMU guest (as root; one guest boot): a
 # table of case, direction, result and figures; non-zero when a case fails.
 interop: build
-	@NDNIC_INTEROP_LOGS=$(abspath $(BUILD))/interop-logs tests/interop/rxe_interop.sh \
-	  $(BUILD)/tools/rc_pingpong/rc_pingpong $(BUILD)/tools/nd_rping/nd_rping
+	@NDNIC_INTEROP_LOGS=$(abspath $(BUILD))/interop-logs tests/interop/rxe_interop.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

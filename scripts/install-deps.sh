@@ -17,6 +17,8 @@ PKGS=(
   clang libclang-rt-14-dev
   # the independent decoder for the golden tests, and namespaces/veth for integration tests
   tshark iproute2 procps
+  # the interop suite's own verbs peer, built here and run in the Soft-RoCE guest
+  libibverbs-dev librdmacm-dev
   # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
   python3 gnuplot-nox
 )

@@ -13,16 +13,16 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${NDNIC_INTEROP_CACHE:-/var/tmp/ndnic-interop}
-# ibverbs-utils brings ibv_rc_pingpong; rdmacm-utils brings rping; iproute2 brings `rdma`
-# (creates rxe0) and `ip`; the rest
-# are their shared libraries, checked below.
+# ibverbs-utils brings ibv_rc_pingpong; rdmacm-utils brings rping; perftest brings
+# ib_{send,write,read}_{bw,lat}; iproute2 brings `rdma` (creates rxe0) and `ip`; the rest are
+# their shared libraries, checked below.
 readonly kGuestPackages="busybox-static libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libibverbs1
-  ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils iproute2 libmnl0 libbsd0 libmd0 libelf1 zlib1g libbpf1 libcap2
+  ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils perftest libibumad3 libpci3 pci.ids iproute2 libmnl0 libbsd0 libmd0 libelf1 zlib1g libbpf1 libcap2
   libselinux1 libpcre2-8-0 libdb5.3 libxtables12 libudev1"
 # rdma_rxe and what it needs, rdma_ucm (rdma_cm for librdmacm), plus the virtio NIC; their
 # dependencies come with them.
 readonly kModules="rdma_rxe ib_uverbs rdma_ucm crc32_generic virtio_pci virtio_net"
-readonly kBinaries="usr/bin/ibv_rc_pingpong usr/bin/rping usr/bin/ibv_devinfo bin/ip usr/bin/rdma"
+readonly kBinaries="usr/bin/ibv_rc_pingpong usr/bin/rping usr/bin/ib_send_bw usr/bin/ib_read_lat usr/bin/ibv_devinfo bin/ip usr/bin/rdma"
 
 log() { echo "build-guest: $*" >&2; }
 

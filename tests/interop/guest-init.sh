@@ -2,8 +2,9 @@
 # PID 1 of the interop guest: brings up eth0 and rxe0 (Soft-RoCE), runs the script passed on
 # the kernel command line, prints its output between markers on the serial console, powers off.
 #   rxe.ip=A.B.C.D/NN   address for eth0
-#   rxe.cmd=<base64>    the script (the kernel command line is the only input channel: no disk,
-#                       no share, so the guest image stays the same for every run)
+#   rxe.cmd=<base64>    a short script; a longer one is /cmd.sh, in a second cpio archive that
+#                       the host appends to the cached initramfs for each run (no disk, no
+#                       share: the guest image stays the same for every run)
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sys /sys
@@ -27,7 +28,7 @@ while [ ! -e /sys/class/net/eth0 ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1));
 /bin/ip addr add "$IP" dev eth0
 rdma link add rxe0 type rxe netdev eth0 && echo "[init] rxe0 on eth0 ($IP)"
 echo "[init] ready at $(cut -d' ' -f1 /proc/uptime)s"
-echo "$CMD" | base64 -d > /tmp/cmd.sh
+if [ -n "$CMD" ]; then echo "$CMD" | base64 -d > /tmp/cmd.sh; else cp /cmd.sh /tmp/cmd.sh; fi
 echo "===== RXE-CMD BEGIN"
 sh /tmp/cmd.sh 2>&1
 echo "===== RXE-CMD END rc=$?"

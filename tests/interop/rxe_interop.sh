@@ -1,24 +1,38 @@
 #!/bin/bash
-# Interop against the Linux kernel's Soft-RoCE (rdma_rxe, in a QEMU guest), one guest boot for
-# every case, both roles each:
-#   - rdma-core's ibv_rc_pingpong against ndnic's rc_pingpong (the verbs engine), 64 B and 4 KiB
-#     (one packet, and four at rxe's 1024-byte path MTU);
-#   - rdma-core's rping (librdmacm: IB CM on QP1, rdma_cm's service IDs and header) against
-#     nd_rping (ndnic's ND v1 API: Listen/Connect/Accept, windows, Send, Read, Write), 64 B and
-#     4000 B, with verification on (-V on the client; the server's -v lines checked here too).
+# The interop matrix against the Linux kernel's Soft-RoCE (rdma_rxe in a QEMU guest): one guest
+# boot for every case, the guest's side and ndnic's side of each case run in step. The cases come
+# from plugins, one per tool, in cases/:
+#   pingpong.sh  rdma-core's ibv_rc_pingpong <-> rc_pingpong (verbs engine), both roles
+#   rping.sh     rdma-core's rping (librdmacm) <-> nd_rping (ND v1 API), both roles
+#   perftest.sh  perftest's ib_{send,write,read}_{bw,lat} <-> ndperf --perftest, both roles
+#   verbs.sh     tests/interop/verbs_peer (libibverbs) <-> nd_peer (ND v1 + extension)
 #
-#   rxe_interop.sh RC_PINGPONG_BINARY ND_RPING_BINARY   (as root; meson's 'interop' suite)
+#   rxe_interop.sh BUILD_DIR   (as root; meson's 'interop' suite and `make interop`)
+#
+# A plugin cases/<tool>.sh defines, for a case line "NAME TOOL GUEST_ROLE [ARG...]":
+#   <tool>_cases                       echo its case lines
+#   <tool>_guest NAME ROLE [ARG...]    echo the guest's shell line(s): `run NAME RETRY_REGEX cmd...`
+#                                      (retries while cmd fails with output matching RETRY_REGEX,
+#                                      NEVER for none; prints the case's BEGIN/END block)
+#   <tool>_host NAME ROLE [ARG...]     set HOST_CMD, ndnic's side (stdout to $LOGS/host-NAME.log)
+#   <tool>_judge NAME ROLE [ARG...]    print "PASS|FAIL<tab>ndnic's figures<tab>rxe's figures"
+#   <tool>_direction ROLE [ARG...]     echo the direction, e.g. "nd_rping -> rping"
+#   <tool>_guest_files (optional)      echo "HOST_PATH GUEST_PATH" lines carried into the guest
+# with $BUILD, $LOGS, $HERE, $kGuestIp, $kNdnicIp, $kHostIp, $kNdnicDev and the helpers host_rc,
+# guest_rc and verdict below. A plugin that cannot run here (a binary not built) says why in
+# <tool>_cases on stderr and lists nothing.
 #
 # Everything runs in a network namespace private to this script: the tap, the host address the
-# tools' TCP side channel uses, the guest's NIC, ndnic's af_packet port. It vanishes with the
+# tools' TCP side channels use, the guest's NIC, ndnic's af_packet port. It vanishes with the
 # script, so nothing is left behind and nothing can reach the machine's real interfaces.
 #
-#   host kernel 198.18.0.1 (TCP 18515) --+-- rxetap0 --- guest eth0 198.18.0.2, rxe0
-#   ndnic       198.18.0.3 (RoCEv2)    --+
+#   host kernel 198.18.0.1 (TCP) --+-- rxetap0 --- guest eth0 198.18.0.2, rxe0
+#   ndnic       198.18.0.3 (RoCEv2) --+
 #
-# Knobs: ITERS (300 pingpong iterations), PINGS (100 rping pings), ACCEL (tcg; KVM does not
-# work on the machines this was written on), NDNIC_INTEROP_LOGS (logs and per-case pcaps),
-# NDNIC_INTEROP_CACHE (see build-guest.sh), CASES (a subset, e.g. "rping-s64 rping-c64").
+# Knobs: CASES (a subset of names, e.g. "rping-s64 pp-c64"), TOOLS (a subset of plugins),
+# ACCEL (tcg; KVM does not work on the machines this was written on), NDNIC_INTEROP_LOGS (logs
+# and per-case pcaps), NDNIC_INTEROP_CACHE (see build-guest.sh), and the plugins' own (ITERS,
+# PINGS, ...).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -26,21 +40,22 @@ readonly kTap=rxetap0
 readonly kHostIp=198.18.0.1
 readonly kGuestIp=198.18.0.2
 readonly kNdnicIp=198.18.0.3
+readonly kNdnicDev="net_af_packet0,iface=$kTap"
 readonly kGuestMac=52:54:00:12:00:02
 readonly kCaseTimeout=120   # seconds for one case on the host, connection included
-readonly kGuestTimeout=900  # seconds for the whole guest run
-ITERS=${ITERS:-300}
-PINGS=${PINGS:-100}
+readonly kGuestTimeout=1800 # seconds for the whole guest run
+readonly kGuestGrace=20     # seconds the guest gets to finish a case after the host's side ended
 ACCEL=${ACCEL:-tcg}
 LOGS=${NDNIC_INTEROP_LOGS:-/tmp/ndnic-interop-logs}
+TOOLS=${TOOLS:-pingpong rping perftest verbs}
 
-# Cases in the order both sides run them: name, tool, guest role, size. The tool is
-# ibv_rc_pingpong/rc_pingpong ("pingpong") or rping/nd_rping ("rping").
-readonly kAllCases=("pp-s64 pingpong server 64" "pp-c64 pingpong client 64"
-  "pp-s4096 pingpong server 4096" "pp-c4096 pingpong client 4096"
-  "rping-s64 rping server 64" "rping-c64 rping client 64"
-  "rping-s4000 rping server 4000" "rping-c4000 rping client 4000")
-readonly kRpingBasePort=7174
+for t in $TOOLS; do
+  [ -f "$HERE/cases/$t.sh" ] && source "$HERE/cases/$t.sh"
+done
+
+host_rc() { cat "$LOGS/host-$1.rc" 2>/dev/null || echo "not run"; }
+guest_rc() { sed -n "s/^=== CASE $1 END rc=//p" "$LOGS/guest-$1.log" 2>/dev/null; }
+verdict() { if [ "$1" = 1 ]; then echo PASS; else echo FAIL; fi; }
 
 cannot_boot() {
   echo "############################################################################"
@@ -49,9 +64,21 @@ cannot_boot() {
   exit 77  # meson: skipped
 }
 
+# The cases to run (every plugin's, or those named in CASES), one per line.
+selected_cases() {
+  local t c
+  for t in $TOOLS; do
+    declare -F "${t}_cases" >/dev/null || continue
+    while read -r c; do
+      [ -n "$c" ] || continue
+      set -- $c
+      if [ -z "${CASES:-}" ] || [[ " $CASES " == *" $1 "* ]]; then echo "$c"; fi
+    done < <("${t}_cases")
+  done
+}
+
 prepare() {
-  RC_PINGPONG=$(realpath "${1:?usage: $0 RC_PINGPONG_BINARY ND_RPING_BINARY}")
-  ND_RPING=$(realpath "${2:?usage: $0 RC_PINGPONG_BINARY ND_RPING_BINARY}")
+  BUILD=$(realpath "${1:?usage: $0 BUILD_DIR}")
   [ "$(id -u)" = 0 ] || { echo "FAIL: the interop test needs root (CI runs as root)"; exit 1; }
   "$HERE/../../scripts/install-deps.sh" qemu-system-x86 busybox-static cpio kmod ||
     cannot_boot "installing qemu-system-x86 busybox-static cpio kmod failed"
@@ -62,7 +89,9 @@ prepare() {
   [ $rc != 2 ] || cannot_boot "the Debian archive is out of reach (no kernel or rdma-core packages)"
   [ $rc = 0 ] && [ -f "$GUEST/vmlinux" ] || { echo "FAIL: building the guest failed"; exit 1; }
   rm -rf "$LOGS" && mkdir -p "$LOGS"
-  export RC_PINGPONG ND_RPING GUEST LOGS ITERS PINGS ACCEL CASES
+  selected_cases > "$LOGS/cases"
+  [ -s "$LOGS/cases" ] || { echo "FAIL: no case selected (TOOLS='$TOOLS' CASES='${CASES:-}')"; exit 1; }
+  export BUILD GUEST LOGS ACCEL CASES TOOLS
   exec unshare --net -- "$0" --in-netns
 }
 
@@ -86,29 +115,12 @@ setup_net() {
   ip link set $kTap up
 }
 
-# The cases to run (all, or those named in CASES), one per line.
-selected_cases() {
-  local c
-  for c in "${kAllCases[@]}"; do
-    set -- $c
-    if [ -z "${CASES:-}" ] || [[ " $CASES " == *" $1 "* ]]; then echo "$c"; fi
-  done
-}
-
-# A port per rping case, so a connection never meets the previous one's TIMEWAIT.
-rping_port() {
-  local i=0 c
-  for c in "${kAllCases[@]}"; do
-    if [ "${c%% *}" = "$1" ]; then echo $((kRpingBasePort + i)); return; fi
-    i=$((i + 1))
-  done
-}
-
 # The guest runs every case in turn; as a client it retries while the host's server starts.
-# rping's -v lines are long: the serial console gets their count and the start of the last.
-# stderr apart: written unbuffered, it would land inside a buffered 4 KB line.
+# Output lines containing "ping data:" (rping -v: long) are counted, not copied: the serial
+# console gets their count and the start of the last. stderr apart: written unbuffered, it
+# would land inside a buffered 4 KB line.
 guest_script() {
-  cat <<'EOF'
+  cat <<'EOG'
 run() {
   name=$1; retry_if=$2; shift 2; n=0
   while :; do
@@ -120,27 +132,41 @@ run() {
   done
   echo "=== CASE $name BEGIN"
   grep -v "ping data:" /tmp/out; cat /tmp/err
-  echo "PINGS $(grep -c 'ping data:' /tmp/out)"
-  grep "ping data:" /tmp/out | tail -n 1 | cut -c1-64
+  if grep -q "ping data:" /tmp/out; then
+    echo "PINGS $(grep -c 'ping data:' /tmp/out)"
+    grep "ping data:" /tmp/out | tail -n 1 | cut -c1-64
+  fi
   echo "=== CASE $name END rc=$rc"
 }
-EOF
+EOG
   local c
   while read -r c; do
     set -- $c
-    local name=$1 tool=$2 role=$3 size=$4
-    case "$tool/$role" in
-      pingpong/server) echo "run $name NEVER ibv_rc_pingpong -d rxe0 -g 1 -n $ITERS -s $size" ;;
-      pingpong/client) echo "run $name \"Couldn't connect\" ibv_rc_pingpong -d rxe0 -g 1 -n $ITERS -s $size $kHostIp" ;;
-      rping/server) echo "run $name NEVER rping -s -v -a $kGuestIp -p $(rping_port "$name") -S $size" ;;
-      rping/client) echo "run $name 'RDMA_CM_EVENT|connect error' rping -c -v -V -a $kNdnicIp -p $(rping_port "$name") -S $size -C $PINGS" ;;
-    esac
-  done < <(selected_cases)
+    local name=$1 tool=$2
+    shift 2
+    "${tool}_guest" "$name" "$@"
+  done < "$LOGS/cases"
 }
 
-# The host busy-polls CPU 0 (rc_pingpong's lcore, nd_rping's worker lcore); sharing that CPU
-# with the emulated guest would make both crawl (a scheduler slice per message), so the guest
-# gets the other CPUs when there are.
+# The guest's per-run files: the case script and what plugins carry in, as a second cpio
+# archive after the cached initramfs (the kernel unpacks both; the command line holds 2 KB).
+guest_initrd() {
+  local d="$LOGS/guest-extra" t src dst
+  rm -rf "$d" && mkdir -p "$d"
+  guest_script > "$d/cmd.sh"
+  for t in $TOOLS; do
+    declare -F "${t}_guest_files" >/dev/null || continue
+    while read -r src dst; do
+      [ -n "$src" ] || continue
+      mkdir -p "$d/$(dirname "$dst")"
+      cp "$src" "$d/$dst"
+    done < <("${t}_guest_files")
+  done
+  { cat "$GUEST/initrd.cpio"; (cd "$d" && find . -print0 | cpio --null -o -H newc --quiet); } > "$LOGS/initrd.cpio"
+}
+
+# The host busy-polls CPU 0 (the tools' lcores); sharing that CPU with the emulated guest would
+# make both crawl (a scheduler slice per message), so the guest gets the other CPUs when there are.
 boot_guest() {
   local accel="-accel tcg -cpu max" pin=() smp=1 cpus
   [ "$ACCEL" = kvm ] && accel="-accel kvm -cpu host"
@@ -149,88 +175,60 @@ boot_guest() {
     pin=(taskset -c "1-$((cpus - 1))")
     smp=$((cpus - 1 < 2 ? cpus - 1 : 2))
   fi
+  guest_initrd
   timeout -k 5 $kGuestTimeout "${pin[@]}" qemu-system-x86_64 $accel -m 1024 -smp $smp -nodefaults -no-user-config \
     -no-reboot -monitor none -display none -serial "file:$LOGS/guest.log" \
-    -kernel "$GUEST/vmlinux" -initrd "$GUEST/initrd.cpio" \
+    -kernel "$GUEST/vmlinux" -initrd "$LOGS/initrd.cpio" \
     -netdev tap,id=n0,ifname=$kTap,script=no,downscript=no \
     -device virtio-net-pci,netdev=n0,mac=$kGuestMac,romfile= \
-    -append "console=ttyS0 panic=-1 quiet loglevel=4 rxe.ip=$kGuestIp/24 rxe.cmd=$(guest_script | base64 -w0)" &
+    -append "console=ttyS0 panic=-1 quiet loglevel=4 rxe.ip=$kGuestIp/24" &
   QEMU_PID=$!
 }
 
-# ndnic's side of one case: the opposite role of the guest's.
+# ndnic's side of one case, in the foreground; its exit code, output and wall time in $LOGS.
 host_case() {
-  local name=$1 tool=$2 guest_role=$3 size=$4 cmd
-  local retry=$((kCaseTimeout - 30))
-  case "$tool/$guest_role" in
-    pingpong/server) cmd=("$RC_PINGPONG" -l 0 -- -g 1 -s "$size" -n "$ITERS" --retry $retry $kGuestIp) ;;
-    pingpong/client) cmd=("$RC_PINGPONG" -l 0 -- -g 1 -s "$size" -n "$ITERS") ;;
-    # nd_rping's worker lcore and its ND thread share CPU 0; the thread sleeps between polls.
-    rping/server) cmd=("$ND_RPING" --lcores 0@0,1@0 -- -c -v -V -a $kGuestIp -p "$(rping_port "$name")" -S "$size"
-                       -C "$PINGS" --retry $retry --timeout 60) ;;
-    rping/client) cmd=("$ND_RPING" --lcores 0@0,1@0 -- -s -v -p "$(rping_port "$name")" --timeout $retry) ;;
-  esac
-  cmd+=(--ip $kNdnicIp --dev "net_af_packet0,iface=$kTap" --capture "$LOGS/$name.pcap")
-  local t0 rc=0
+  local name=$1 tool=$2 rc=0 t0
+  shift 2
+  HOST_CMD=()
+  "${tool}_host" "$name" "$@"
   t0=$(date +%s%N)
-  timeout -k 5 $kCaseTimeout "${cmd[@]}" > "$LOGS/host-$name.log" 2>&1 &
+  timeout -k 5 $kCaseTimeout "${HOST_CMD[@]}" > "$LOGS/host-$name.log" 2>&1 &
   HOST_PID=$!
   wait $HOST_PID || rc=$?
   HOST_PID=
   echo $((($(date +%s%N) - t0) / 1000000)) > "$LOGS/host-$name.ms"
+  echo $rc > "$LOGS/host-$name.rc"
   return $rc
 }
 
-# "300 iters in 0.12 seconds = 400.00 usec/iter" -> "300 400.00"; empty when absent.
-iters_line() { awk '/ iters in .* usec\/iter/{print $1, $(NF-1); exit}' "$1"; }
-mbit_line() { awk '/ bytes in .* Mbit\/sec/{print $(NF-1); exit}' "$1"; }
-
-# One case's verdict and figures: "PASS|FAIL<tab>ndnic's figures<tab>rxe's figures".
-judge() {
-  local name=$1 tool=$2 role=$3 size=$4 host_rc guest_rc h g ok=1
-  host_rc=$(cat "$LOGS/host-$name.rc" 2>/dev/null || echo "not run")
-  guest_rc=$(sed -n "s/^=== CASE $name END rc=//p" "$LOGS/guest-$name.log")
-  { [ "$host_rc" = 0 ] && [ "${guest_rc:-x}" = 0 ]; } || ok=0
-  if [ "$tool" = pingpong ]; then
-    h=$(iters_line "$LOGS/host-$name.log" 2>/dev/null || true)
-    g=$(iters_line "$LOGS/guest-$name.log")
-    { [ "${h%% *}" = "$ITERS" ] && [ "${g%% *}" = "$ITERS" ]; } || ok=0
-    h=${h:+${h%% *} iters ${h#* } us/iter $(mbit_line "$LOGS/host-$name.log") Mb/s}
-    g=${g:+${g%% *} iters ${g#* } us/iter $(mbit_line "$LOGS/guest-$name.log") Mb/s}
-  else
-    # Every ping's data as nd_rping printed it (-v) must be exactly what rping's client put in
-    # its buffer for that ping: read from rxe (nd_rping server) or written back by it (client).
-    local prefix="ping data: " gp
-    [ "$role" = client ] && prefix="server ping data: "
-    [ -f "$LOGS/host-$name.log" ] && python3 "$HERE/rping_check.py" "$LOGS/host-$name.log" "$prefix" "$PINGS" "$size" > "$LOGS/check-$name.log" 2>&1 ||
-      ok=0
-    gp=$(sed -n 's/^PINGS //p' "$LOGS/guest-$name.log")
-    [ "${gp:-0}" = "$PINGS" ] || ok=0
-    h="$(grep -c "^$prefix" "$LOGS/host-$name.log" 2>/dev/null || true) pings verified, $(cat "$LOGS/host-$name.ms" 2>/dev/null) ms"
-    g="${gp:-0} pings"
-  fi
-  printf '%s\t%s\t%s\n' "$([ $ok = 1 ] && echo PASS || echo FAIL)" "$h" "$g"
+# Waits until the guest has finished case NAME (its END line on the console), at most SECONDS.
+wait_guest_case() {
+  local i
+  for ((i = 0; i < $2 * 4; i++)); do
+    grep -q "^=== CASE $1 END" "$LOGS/guest.log" 2>/dev/null && return 0
+    kill -0 $QEMU_PID 2>/dev/null || return 1
+    sleep 0.25
+  done
+  return 1
 }
 
 report() {
   local failed=0 c
-  printf '\n%-12s %-32s %-6s %-44s %s\n' case direction result "ndnic (host)" "rxe (guest)"
+  printf '\n%-16s %-36s %-6s %-48s %s\n' case direction result "ndnic (host)" "rxe (guest)"
   while read -r c; do
     set -- $c
-    local name=$1 tool=$2 role=$3 dir verdict result h g
-    if [ "$role" = server ]; then dir="ndnic client -> rxe server"; else dir="rxe client -> ndnic server"; fi
-    [ "$tool" = rping ] && dir=${dir//ndnic/nd_rping} && dir=${dir//rxe/rping}
+    local name=$1 tool=$2 result h g
+    shift 2
     sed -n "/^=== CASE $name BEGIN/,/^=== CASE $name END/p" "$LOGS/guest.log" | tr -d '\r' > "$LOGS/guest-$name.log"
-    verdict=$(judge "$@")
-    IFS=$'\t' read -r result h g <<< "$verdict"
+    IFS=$'\t' read -r result h g < <("${tool}_judge" "$name" "$@")
     [ "$result" = PASS ] || failed=1
-    printf '%-12s %-32s %-6s %-44s %s\n' "$name" "$dir" "$result" "$h" "$g"
+    printf '%-16s %-36s %-6s %-48s %s\n' "$name" "$("${tool}_direction" "$@")" "$result" "$h" "$g"
     if [ "$result" != PASS ]; then
-      echo "             host exit $(cat "$LOGS/host-$name.rc" 2>/dev/null || echo 'not run'): see $LOGS/host-$name.log, $LOGS/guest-$name.log"
-      if [ -s "$LOGS/check-$name.log" ]; then sed 's/^/             /' "$LOGS/check-$name.log" | head -n 5; fi
+      echo "                 host exit $(host_rc "$name"), guest exit $(guest_rc "$name"): see $LOGS/host-$name.log, $LOGS/guest-$name.log"
+      if [ -s "$LOGS/check-$name.log" ]; then sed 's/^/                 /' "$LOGS/check-$name.log" | head -n 5; fi
     fi
-  done < <(selected_cases)
-  echo "logs and pcaps (ndnic's frames) in $LOGS"
+  done < "$LOGS/cases"
+  echo "$(grep -c . "$LOGS/cases") cases; logs and pcaps (ndnic's frames) in $LOGS"
   return $failed
 }
 
@@ -239,25 +237,24 @@ in_netns() {
   trap 'exit 143' TERM INT  # meson's timeout: still stop the guest on the way out
   setup_net
   boot_guest
-  local c
+  local c rc
   while read -r c; do
     set -- $c
-    local rc=0
+    rc=0
     host_case "$@" || rc=$?
-    echo $rc > "$LOGS/host-$1.rc"
     echo "case $1: host exit $rc ($(cat "$LOGS/host-$1.ms") ms)"
-    grep -v "ping data:" "$LOGS/host-$1.log" | sed 's/^/  host | /' || true
-    # Out of step with the guest after a failure: the rest would only wait for timeouts. The
-    # guest gets a moment to print its side of the failed case first.
-    if [ $rc != 0 ]; then
-      sleep 5
+    sed 's/^/  host | /' "$LOGS/host-$1.log" | grep -v "ping data:" | tail -n 40 || true
+    # The guest's side must be over before the next case starts on the host; out of step after
+    # a failure, the rest would only wait for timeouts.
+    if ! wait_guest_case "$1" $kGuestGrace; then
+      echo "case $1: the guest did not finish it within ${kGuestGrace} s of the host; stopping"
       kill $QEMU_PID 2>/dev/null || true
       break
     fi
-  done < <(selected_cases)
+  done < "$LOGS/cases"
   wait $QEMU_PID || true
   QEMU_PID=
-  tr -d '\r' < "$LOGS/guest.log" | sed -n '/RXE-CMD BEGIN/,/RXE-CMD END/p' | sed 's/^/  guest | /'
+  tr -d '\r' < "$LOGS/guest.log" | sed -n '/RXE-CMD BEGIN/,/RXE-CMD END/p' | grep -v "^=== CASE" | sed 's/^/  guest | /' | tail -n 200
   report
 }
 
