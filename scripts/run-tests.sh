@@ -52,8 +52,8 @@ for path in sys.argv[1:]:
 # CI shows only the end of its log: the failures' names and last lines go last.
 for d in failed:
     print(f"== FAILED: {d['name']} ({d['result']}, {d.get('duration', 0):.1f} s); its last lines:")
-    out = (d.get("stdout") or "").splitlines()
-    for line in out[-25:]:
+    out = ((d.get("stdout") or "") + (d.get("stderr") or "")).splitlines()
+    for line in out[-30:]:
         print("   " + line)
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
 skip = sum(r == "SKIP" for r in res)

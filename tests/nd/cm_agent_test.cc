@@ -44,7 +44,9 @@ CmConfig fast_config(uint8_t retries = 4, uint8_t response_timeout = 15) {
   c.cm_response_timeout = response_timeout;
   c.packet_life_time = 8;
   c.max_cm_retries = retries;
-  c.ack_timeout = 12;  // RC transport timer 16 ms
+  // RC transport timer 268 ms: 16 ms let a loaded machine (load 7 on 2 CPUs) run a WRITE's
+  // retries out, and made TIMEWAIT (ACK timeout + REQ timer) end before a lost MAD's retry came.
+  c.ack_timeout = 16;
   return c;
 }
 
@@ -526,10 +528,11 @@ TEST_F(CmAgentTest, LostRejOfTheRepIsSentAgain) {
   std::atomic<int> rejs{0};
   CmConfig ca = fast_config(8);
   ca.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRej && rejs++ == 0; };
-  // A's TIMEWAIT (ACK timeout + its REQ timer: 256 + 130 ms) well over B's REP retry period
-  // (128 ms), so that the retry finds it even on a loaded machine. After TIMEWAIT the REP
-  // would get a REJ all the same (unknown comm ID: kRefused), just not this one.
-  ca.ack_timeout = 16;
+  // A's TIMEWAIT (ACK timeout + its REQ timer: 1074 + 130 ms) far over B's REP retry period
+  // (128 ms), so that the retry finds it even on a loaded machine (with 256 + 130 ms it did
+  // not, once, at load 7). After TIMEWAIT the REP would get a REJ all the same (unknown comm
+  // ID: kRefused), just not this one.
+  ca.ack_timeout = 18;
   start_agents(std::move(ca), fast_config(8));
   CmConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
