@@ -62,7 +62,7 @@ struct CmConfig {
   uint8_t packet_life_time = 18;     ///< CMA_IBOE_PACKET_LIFETIME (the RoCE path record's)
   uint8_t ack_timeout = 14;          ///< the path's local ACK timeout: the RC QPs' transport timer
   uint8_t retry_count = 7;           ///< RC transport retries, in the REQ
-  uint8_t rnr_retry_count = 7;       ///< 7 = infinite
+  uint8_t rnr_retry_count = 7;       ///< RNR retries we ask of the peer (REQ/REP); 7 = infinite
   uint32_t path_mtu = 1024;          ///< largest MTU we offer / accept (rxe on a 1500-byte netdev)
   uint8_t hop_limit = 64;
   uint32_t recv_depth = 64;          ///< MAD receives kept posted on QP1

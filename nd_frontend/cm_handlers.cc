@@ -183,6 +183,7 @@ void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
   c.ack_timeout = m.primary.local_ack_timeout;
   c.retry_count = m.retry_count;
   c.rnr_retry_count = m.rnr_retry_count;
+  c.advertised_rnr_retry = cfg_.rnr_retry_count;
   c.listen_port = port;
   c.peer_cm_response_timeout = m.local_cm_response_timeout;
   c.peer_max_cm_retries = m.max_cm_retries;
@@ -258,6 +259,7 @@ void CmAgent::on_rep(uint32_t src, const cm::MadHeader& h, const cm::CmRep& m) {
   c->peer_qpn = m.local_qpn;
   c->sq_psn = m.starting_psn;  // the REP names the PSN the passive side expects: ours to send from
   c->initiator_depth = std::min(c->initiator_depth, m.responder_resources);
+  c->rnr_retry_count = m.rnr_retry_count;  // as Linux's cm_rep_handler
   c->deadline = Clock::time_point::max();
   c->peer_data = bytes_of(m.private_data);
   if (!qp_to_rtr(*c)) {

@@ -66,7 +66,7 @@ cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<con
   r.retry_count = c.retry_count;
   r.pkey = kDefaultPkey;
   r.path_mtu = mtu_code(c.mtu);
-  r.rnr_retry_count = c.rnr_retry_count;
+  r.rnr_retry_count = c.advertised_rnr_retry;
   r.max_cm_retries = cfg.max_cm_retries;
   r.primary.local_lid = r.primary.remote_lid = kPermissiveLid;
   r.primary.local_gid = v4_gid(c.local_ipv4);
@@ -89,7 +89,7 @@ cm::CmMad rep(const CmConn& c, uint64_t guid, std::span<const uint8_t> user_data
   r.responder_resources = c.responder_resources;
   r.initiator_depth = c.initiator_depth;
   r.target_ack_delay = kTargetAckDelay;
-  r.rnr_retry_count = c.rnr_retry_count;
+  r.rnr_retry_count = c.advertised_rnr_retry;
   r.local_ca_guid = guid;
   copy_data(&r.private_data, 0, user_data);
   return mad(c.tid, r);

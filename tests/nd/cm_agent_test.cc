@@ -414,6 +414,30 @@ TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
   traffic();
 }
 
+// The RNR retry count in a REQ or REP is what its sender asks of the other side's QP (IBTA
+// 12.7.23, 12.7.33; Linux cm_req_handler / cm_rep_handler): a receiver that asks for none sees
+// a SEND to it with no receive posted fail at the first RNR NAK, in either role. (ndnic's
+// active side once kept its own count: found against rxe by tests/interop's verbs peer.)
+class RnrRetryCountTest : public CmAgentTest {
+ protected:
+  void sender_gives_up_at_once(bool passive_asks) {
+    CmConfig ca = calm_config(), cb = calm_config();
+    (passive_asks ? cb : ca).rnr_retry_count = 0;
+    start_agents(std::move(ca), std::move(cb));
+    CmConnId ida, idb;
+    establish(&ida, &idb);
+    Node& sender = passive_asks ? a : b;
+    ASSERT_TRUE(sender.qp->post_send(wr(sender, nic::WrOpcode::kSend, 0, 64, 9)));
+    nic::Completion c;
+    ASSERT_TRUE(wait_cq(sender.scq, &c));
+    EXPECT_EQ(c.status, nic::WcStatus::kRnrRetryExceeded) << nic::wc_status_name(c.status);
+    EXPECT_EQ(sender.qp->counters().rnr_naks_received, 1u);
+  }
+};
+
+TEST_F(RnrRetryCountTest, TheActiveSideUsesTheReps) { sender_gives_up_at_once(/*passive_asks=*/true); }
+TEST_F(RnrRetryCountTest, ThePassiveSideUsesTheReqs) { sender_gives_up_at_once(/*passive_asks=*/false); }
+
 TEST_F(CmAgentTest, LostDrepIsAnsweredAgainFromTimewait) {
   std::atomic<int> dreps{0};
   CmConfig cb = fast_config(8);

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "nd_frontend/cm_agent.h"
 #include "nd_frontend/nd.h"
 
 namespace ndnic::nd_node {
@@ -42,7 +43,9 @@ bool Node::open(const NodeConfig& c) {
     return false;
   }
   dev_open_ = true;
-  if (!nd::register_adapter(&dev_, &port_)) {
+  nd::CmConfig cm;
+  cm.rnr_retry_count = c.rnr_retry_count;
+  if (!nd::register_adapter(&dev_, &port_, &cm)) {
     error_ = "registering the ND provider failed";
     return false;
   }

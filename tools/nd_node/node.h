@@ -18,6 +18,9 @@ struct NodeConfig {
   uint32_t ipv4 = 0;         ///< the node's address, host order
   std::string capture;       ///< pcap of the port's frames, when set
   unsigned lcore = 0;        ///< worker lcore; 0: the first worker EAL has
+  /// RNR retries this node's connections ask of their peers (REQ/REP), 7 = forever: as
+  /// rdma_conn_param.rnr_retry_count, an adapter setting since ND v1's calls have no such field.
+  uint8_t rnr_retry_count = 7;
 };
 
 class Node {
