@@ -214,7 +214,7 @@ wait_guest_case() {
 
 report() {
   local failed=0 c
-  printf '\n%-16s %-36s %-6s %-48s %s\n' case direction result "ndnic (host)" "rxe (guest)"
+  printf '\n%-18s %-44s %-6s %-44s %s\n' case direction result "ndnic (host)" "rxe (guest)"
   while read -r c; do
     set -- $c
     local name=$1 tool=$2 result h g
@@ -222,7 +222,7 @@ report() {
     sed -n "/^=== CASE $name BEGIN/,/^=== CASE $name END/p" "$LOGS/guest.log" | tr -d '\r' > "$LOGS/guest-$name.log"
     IFS=$'\t' read -r result h g < <("${tool}_judge" "$name" "$@")
     [ "$result" = PASS ] || failed=1
-    printf '%-16s %-36s %-6s %-48s %s\n' "$name" "$("${tool}_direction" "$@")" "$result" "$h" "$g"
+    printf '%-18s %-44s %-6s %-44s %s\n' "$name" "$("${tool}_direction" "$@")" "$result" "$h" "$g"
     if [ "$result" != PASS ]; then
       echo "                 host exit $(host_rc "$name"), guest exit $(guest_rc "$name"): see $LOGS/host-$name.log, $LOGS/guest-$name.log"
       if [ -s "$LOGS/check-$name.log" ]; then sed 's/^/                 /' "$LOGS/check-$name.log" | head -n 5; fi

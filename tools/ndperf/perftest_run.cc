@@ -1,0 +1,448 @@
+#include "tools/ndperf/perftest_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+namespace ndnic::ndperf::perftest {
+namespace {
+
+// perftest's QP attributes (ctx_modify_qp_to_rtr / _rts): what the peer's device sees from us.
+constexpr uint8_t kQpTimeout = 14;    ///< DEF_QP_TIME
+constexpr uint8_t kRetryCnt = 7;
+constexpr uint8_t kRnrRetry = 7;
+constexpr uint8_t kMinRnrTimer = 12;  ///< MIN_RNR_TIMER
+constexpr uint16_t kEthMtu = 1500;
+constexpr uint32_t kRoceOverhead = 20 + 8 + 12 + 16 + 3 + 4;  ///< IPv4, UDP, BTH, RETH, pad, ICRC
+constexpr uint32_t kArpWaitMs = 3000;
+constexpr uint32_t kCqEntries = 2048;
+constexpr uint32_t kSqDepth = 256;
+constexpr uint32_t kPollBatch = 16;  ///< CTX_POLL_BATCH
+constexpr auto kLinger = std::chrono::milliseconds(300);
+
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
+
+// perftest's INC: a message's stride in the cycle buffer.
+uint64_t stride_of(uint32_t size, uint32_t cache_line) { return round_up(size, cache_line); }
+
+}  // namespace
+
+Rdma::~Rdma() {
+  if (qp_) dev_.destroy_qp(qp_);
+  if (send_cq_) dev_.destroy_cq(send_cq_);
+  if (recv_cq_) dev_.destroy_cq(recv_cq_);
+  if (mr_.lkey) dev_.deregister_mr(mr_.lkey);
+  if (dev_open_) dev_.close();
+  port_.close();
+  std::free(buf_);
+}
+
+bool Rdma::open_port() {
+  if (opts_.mtu + kRoceOverhead > kEthMtu) {
+    std::fprintf(stderr, "ndperf: path MTU %u does not fit the port's %u-byte Ethernet MTU\n", opts_.mtu, kEthMtu);
+    return false;
+  }
+  glue::PortConfig pc;
+  pc.device = opts_.device;
+  pc.ipv4 = opts_.ipv4;
+  pc.mtu = kEthMtu;
+  pc.capture_path = opts_.capture;
+  if (!port_.open(pc)) {
+    std::fprintf(stderr, "ndperf: port %s: %s\n", opts_.device.c_str(), port_.error().c_str());
+    return false;
+  }
+  nic::DeviceConfig dc;
+  dc.ports = {&port_};
+  if (!dev_.open(dc)) {
+    std::fprintf(stderr, "ndperf: device: %s\n", dev_.error().c_str());
+    return false;
+  }
+  dev_open_ = true;
+  return true;
+}
+
+bool Rdma::create(const Channel::Agreed& agreed) {
+  cache_line_ = agreed.cache_line;
+  cycle_buffer_ = agreed.cycle_buffer;
+  half_ = round_up(std::max<uint64_t>(opts_.size, cycle_buffer_), cache_line_);
+  buf_size_ = half_ * 2;
+  buf_ = static_cast<uint8_t*>(std::aligned_alloc(4096, round_up(buf_size_, 4096)));
+  if (!buf_) {
+    std::fprintf(stderr, "ndperf: no memory for a %" PRIu64 "-byte buffer\n", buf_size_);
+    return false;
+  }
+  // perftest zeroes write_lat's buffer (its poll byte must start at 0) and fills the others
+  // with rand(); ours get a fixed pattern instead, the same on every run.
+  if (opts_.test.verb == Verb::kWrite && opts_.test.kind == Kind::kLat) {
+    std::memset(buf_, 0, buf_size_);
+  } else {
+    std::mt19937 gen(0x6e646e69);  // "ndni"
+    for (uint64_t i = 0; i < buf_size_; i++) buf_[i] = uint8_t(gen());
+  }
+  const uint32_t pd = dev_.alloc_pd();
+  if (!dev_.register_mr(pd, buf_, buf_size_,
+                        nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead, &mr_)) {
+    std::fprintf(stderr, "ndperf: couldn't register the %" PRIu64 "-byte buffer\n", buf_size_);
+    return false;
+  }
+  send_cq_ = dev_.create_cq(kCqEntries);
+  recv_cq_ = dev_.create_cq(kCqEntries);
+  if (!send_cq_ || !recv_cq_) {
+    std::fprintf(stderr, "ndperf: couldn't create the CQs\n");
+    return false;
+  }
+  nic::QpCaps caps;
+  caps.send_cq = send_cq_;
+  caps.recv_cq = recv_cq_;
+  caps.pd = pd;
+  caps.max_send_wr = kSqDepth;
+  caps.max_recv_wr = kDefaultRxDepth;
+  caps.max_send_sge = caps.max_recv_sge = 1;
+  qp_ = dev_.create_qp(caps);
+  if (!qp_ || !qp_->modify(nic::QpState::kInit, {})) {
+    std::fprintf(stderr, "ndperf: couldn't create the QP\n");
+    return false;
+  }
+  std::random_device rd;
+  local_.lid = 0;  // RoCE: no LIDs, as rxe reports
+  local_.out_reads = opts_.test.verb == Verb::kRead ? kOutReads : 1;  // perftest: 1 unless READ
+  local_.qpn = qp_->qpn();
+  local_.psn = rd() & 0xffffff;
+  local_.rkey = mr_.rkey;
+  local_.vaddr = reinterpret_cast<uint64_t>(peer_area());
+  local_.gid = ipv4_mapped_gid(opts_.ipv4);
+  local_.srqn = 0;
+  stale_.assign(kMaxSweepExp + 2, 0);
+  stale_set_.assign(kMaxSweepExp + 2, false);
+  return true;
+}
+
+bool Rdma::connect(const Dest& peer, uint32_t tcp_ipv4) {
+  peer_ = peer;
+  const uint32_t ip = gid_ipv4(peer.gid).value_or(tcp_ipv4);
+  nic::QpAttr a;
+  a.remote_qpn = peer.qpn;
+  a.rq_psn = peer.psn;
+  a.sq_psn = local_.psn;
+  a.path_mtu = opts_.mtu;
+  a.dest_ipv4 = ip;
+  a.timeout = kQpTimeout;
+  a.retry_cnt = kRetryCnt;
+  a.rnr_retry = kRnrRetry;
+  a.min_rnr_timer = kMinRnrTimer;
+  a.max_dest_rd_atomic = uint8_t(local_.out_reads);
+  // perftest uses the peer's out_reads; a peer that allows more than we keep gets our most.
+  a.max_rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
+  rte_ether_addr mac;
+  if (port_.resolve_wait(ip, &mac, kArpWaitMs) != glue::Resolve::kResolved) {
+    std::fprintf(stderr, "ndperf: no ARP reply from %u.%u.%u.%u (the peer's GID; run perftest with -x on its "
+                 "RoCE v2 IPv4 GID)\n", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+    return false;
+  }
+  std::memcpy(a.dest_mac, mac.addr_bytes, 6);
+  if (!qp_->modify(nic::QpState::kRtr, a) || !qp_->modify(nic::QpState::kRts, a)) {
+    std::fprintf(stderr, "ndperf: couldn't move the QP to RTR/RTS\n");
+    return false;
+  }
+  return true;
+}
+
+void Rdma::linger() {
+  const auto end = std::chrono::steady_clock::now() + kLinger;
+  while (std::chrono::steady_clock::now() < end) dev_.poll();
+}
+
+bool Rdma::stalled(uint64_t last_progress_ns, const char* what) const {
+  if (now_ns() - last_progress_ns < uint64_t(opts_.timeout_s) * 1000000000ull) return false;
+  std::fprintf(stderr, "ndperf: %s: nothing for %u s (the peer stopped, or is not running the same test)\n", what,
+               opts_.timeout_s);
+  return true;
+}
+
+bool Rdma::check_status(const nic::Completion& c, const char* what) const {
+  if (c.status == nic::WcStatus::kSuccess) return true;
+  std::fprintf(stderr, "ndperf: %s completed with %s (wr_id %" PRIu64 ")\n", what, nic::wc_status_name(c.status),
+               c.wr_id);
+  return false;
+}
+
+bool Rdma::post_recv(uint32_t size) {
+  nic::RecvWr wr{};
+  wr.wr_id = recvs_posted_;
+  wr.num_sge = 1;
+  wr.sge[0] = {reinterpret_cast<uint64_t>(peer_area()), size, mr_.lkey};
+  if (!qp_->post_recv(wr)) {
+    std::fprintf(stderr, "ndperf: couldn't post receive %u\n", recvs_posted_);
+    return false;
+  }
+  recvs_posted_++;
+  return true;
+}
+
+bool Rdma::post(nic::WrOpcode op, uint32_t size, uint64_t local_addr, uint64_t wr_id) {
+  nic::SendWr wr{};
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.flags = nic::kWrSignaled;
+  wr.num_sge = 1;
+  wr.sge[0] = {local_addr, size, mr_.lkey};
+  if (op != nic::WrOpcode::kSend) {
+    wr.remote_addr = peer_.vaddr;
+    wr.rkey = peer_.rkey;
+  }
+  if (!qp_->post_send(wr)) {
+    std::fprintf(stderr, "ndperf: couldn't post request %" PRIu64 "\n", wr_id);
+    return false;
+  }
+  return true;
+}
+
+bool Rdma::wait_send_completion(nic::Completion* c) {
+  const uint64_t t0 = now_ns();
+  for (;;) {
+    dev_.poll();
+    if (send_cq_->poll(c, 1) == 1) return check_status(*c, "a request");
+    if (stalled(t0, "waiting for a request's completion")) return false;
+  }
+}
+
+bool Rdma::post_first_receives(uint32_t size) {
+  recvs_posted_ = 0;
+  const uint32_t depth = std::min<uint64_t>(kDefaultRxDepth, opts_.iters);  // force_dependecies
+  for (uint32_t i = 0; i < depth; i++)
+    if (!post_recv(size)) return false;
+  return true;
+}
+
+// The READ slots: perftest walks its buffer in cache-line-rounded steps while a message fits
+// half the cycle buffer; each slot keeps the last READ that landed in it.
+bool Rdma::bw_requester(uint32_t size, BwSamples* out) {
+  const uint64_t n = opts_.iters;
+  const uint32_t depth = uint32_t(std::min<uint64_t>(kDefaultTxDepth, n));
+  out->size = size;
+  out->iters = n;
+  out->cq_mod = std::min(kDefaultCqMod, depth);
+  // force_dependecies: large messages are not moderated (except under -a).
+  if (size > 8192 && !opts_.all) out->cq_mod = 1;
+  out->posted.assign(n, 0);
+  out->completed.assign(n, 0);
+  const bool read = opts_.test.verb == Verb::kRead;
+  const nic::WrOpcode op = opts_.test.verb == Verb::kSend ? nic::WrOpcode::kSend
+                           : read                          ? nic::WrOpcode::kRead
+                                                           : nic::WrOpcode::kWrite;
+  const uint64_t stride = stride_of(size, cache_line_);
+  const uint32_t slots = size <= cycle_buffer_ / 2 ? uint32_t(std::min<uint64_t>(half_ / stride, n)) : 1;
+  if (read) std::memset(send_area(), 0, std::min<uint64_t>(half_, uint64_t(slots) * stride));
+  uint64_t posted = 0, done = 0, last = now_ns();
+  nic::Completion wc[kPollBatch];
+  while (done < n) {
+    while (posted < n && posted - done < depth) {
+      const uint64_t addr = reinterpret_cast<uint64_t>(send_area()) + (posted % slots) * stride;
+      out->posted[posted] = now_ns();
+      if (!post(op, size, addr, posted)) return false;
+      posted++;
+    }
+    dev_.poll();
+    const unsigned k = send_cq_->poll(wc, kPollBatch);
+    if (k) last = now_ns();
+    for (unsigned i = 0; i < k; i++) {
+      if (!check_status(wc[i], "a request")) return false;
+      out->completed[done++] = last;
+    }
+    if (!k && stalled(last, "bandwidth test")) return false;
+  }
+  return read ? check_reads(size, slots, uint32_t(stride)) : true;
+}
+
+// Every slot must hold the same bytes: the peer's buffer at its vaddr, which nobody writes.
+// The first READ of the run becomes the reference; a larger size must extend it.
+bool Rdma::check_reads(uint32_t size, uint32_t slots, uint32_t stride) {
+  const uint8_t* first = send_area();
+  const size_t known = std::min<size_t>(reference_.size(), size);
+  if (known && std::memcmp(first, reference_.data(), known) != 0) {
+    std::fprintf(stderr, "ndperf: READ of %u bytes: not the bytes the earlier READs returned\n", size);
+    return false;
+  }
+  if (reference_.size() < size) reference_.assign(first, first + size);
+  for (uint32_t s = 1; s < slots; s++) {
+    if (std::memcmp(first + uint64_t(s) * stride, reference_.data(), size) != 0) {
+      std::fprintf(stderr, "ndperf: READ of %u bytes into slot %u differs from slot 0\n", size, s);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Rdma::send_bw_receiver(uint32_t size, BwSamples* out) {
+  const uint64_t n = opts_.iters;
+  const uint32_t depth = recvs_posted_;
+  out->size = size;
+  out->iters = n;
+  out->no_peak = true;  // perftest's send_bw server: first receive to last, no peak
+  uint64_t got = 0, last = now_ns(), first_rx = 0;
+  nic::Completion wc[kPollBatch];
+  while (got < n) {
+    dev_.poll();
+    const unsigned k = recv_cq_->poll(wc, kPollBatch);
+    if (k) {
+      last = now_ns();
+      if (!first_rx) first_rx = last;
+    }
+    for (unsigned i = 0; i < k; i++) {
+      if (!check_status(wc[i], "a receive")) return false;
+      if (wc[i].byte_len != size) {
+        std::fprintf(stderr, "ndperf: message %" PRIu64 " has %u bytes, the size is %u (same -s on both sides?)\n",
+                     got, wc[i].byte_len, size);
+        return false;
+      }
+      got++;
+      // run_iter_bw_server posts again only while the total stays within the iterations.
+      if (got + depth <= n && !post_recv(size)) return false;
+    }
+    if (!k && stalled(last, "send_bw receiver")) return false;
+  }
+  out->posted = {first_rx};
+  out->completed = {last};
+  return true;
+}
+
+bool Rdma::send_lat(uint32_t size, bool client, LatSamples* out) {
+  const uint64_t n = opts_.iters;
+  const uint32_t depth = recvs_posted_;
+  out->size = size;
+  out->posted.assign(n, 0);
+  uint64_t scnt = 0, rcnt = 0, sends_done = 0;
+  nic::Completion c;
+  reference_.clear();
+  while (scnt < n || rcnt < n) {
+    if (rcnt < n && !(scnt < 1 && client)) {
+      const uint64_t t0 = now_ns();
+      for (;;) {
+        dev_.poll();
+        if (recv_cq_->poll(&c, 1) == 1) break;
+        nic::Completion sc;
+        if (send_cq_->poll(&sc, 1) == 1) {
+          if (!check_status(sc, "a SEND")) return false;
+          sends_done++;
+        }
+        if (stalled(t0, "send_lat, waiting for the peer's message")) return false;
+      }
+      if (!check_status(c, "a receive")) return false;
+      if (c.byte_len != size) {
+        std::fprintf(stderr, "ndperf: message %" PRIu64 " has %u bytes, the size is %u (same -s on both sides?)\n",
+                     rcnt, c.byte_len, size);
+        return false;
+      }
+      const uint8_t* got = peer_area();
+      if (reference_.empty()) {
+        reference_.assign(got, got + size);
+      } else if (std::memcmp(got, reference_.data(), size) != 0) {
+        std::fprintf(stderr, "ndperf: message %" PRIu64 " of %u bytes differs from the first (the peer sends one buffer)\n",
+                     rcnt, size);
+        return false;
+      }
+      rcnt++;
+      if (rcnt + depth <= n && !post_recv(size)) return false;
+    }
+    if (scnt < n) {
+      out->posted[scnt] = now_ns();
+      if (!post(nic::WrOpcode::kSend, size, reinterpret_cast<uint64_t>(send_area()), scnt)) return false;
+      scnt++;
+    }
+  }
+  while (sends_done < n) {
+    if (!wait_send_completion(&c)) return false;
+    sends_done++;
+  }
+  return true;
+}
+
+bool Rdma::write_lat(uint32_t size, bool client, LatSamples* out) {
+  const uint64_t n = opts_.iters;
+  out->size = size;
+  out->posted.assign(n, 0);
+  volatile uint8_t* poll_byte = peer_area() + size - 1;
+  uint8_t* post_byte = send_area() + size - 1;
+  uint64_t scnt = 0, rcnt = 0;
+  nic::Completion c;
+  while (scnt < n || rcnt < n) {
+    if (rcnt < n && !(scnt < 1 && !client)) {
+      rcnt++;
+      const uint64_t t0 = now_ns();
+      while (*poll_byte != uint8_t(rcnt)) {
+        dev_.poll();
+        if (stalled(t0, "write_lat, waiting for the peer's write")) return false;
+      }
+      // The size's last message is checked whole before anything else is posted: the
+      // peer writes again (the next size) only after our next write.
+      if (rcnt == n) {
+        const uint8_t* got = peer_area();
+        for (uint32_t pos = 0; pos < size; pos++) {
+          uint8_t want = 0;
+          if (pos == size - 1) {
+            want = uint8_t(rcnt);
+          } else if (((pos + 1) & pos) == 0) {  // pos + 1 a power of two: an earlier size's last byte
+            const int exp = __builtin_ctz(pos + 1);
+            if (stale_set_[size_t(exp)]) want = stale_[size_t(exp)];
+          }
+          if (got[pos] != want) {
+            std::fprintf(stderr, "ndperf: write_lat %u B, message %" PRIu64 ": byte %u is 0x%02x, expected 0x%02x\n",
+                         size, rcnt, pos, got[pos], want);
+            return false;
+          }
+        }
+      }
+    }
+    if (scnt < n) {
+      out->posted[scnt] = now_ns();
+      *post_byte = uint8_t(++scnt);
+      if (!post(nic::WrOpcode::kWrite, size, reinterpret_cast<uint64_t>(send_area()), scnt)) return false;
+      if (!wait_send_completion(&c)) return false;  // as run_iter_lat_write: one at a time
+    }
+  }
+  // The peer's send buffer keeps this size's last counter at its last byte: under -a it comes
+  // along with every larger size.
+  if (size >= 2 && (size & (size - 1)) == 0) {
+    const int exp = __builtin_ctz(size);
+    stale_[size_t(exp)] = uint8_t(n);
+    stale_set_[size_t(exp)] = true;
+  }
+  return true;
+}
+
+bool Rdma::read_lat(uint32_t size, LatSamples* out) {
+  const uint64_t n = opts_.iters;
+  out->size = size;
+  out->posted.assign(n, 0);
+  nic::Completion c;
+  std::memset(send_area(), 0, size);
+  for (uint64_t i = 0; i < n; i++) {
+    out->posted[i] = now_ns();
+    if (!post(nic::WrOpcode::kRead, size, reinterpret_cast<uint64_t>(send_area()), i)) return false;
+    if (!wait_send_completion(&c)) return false;
+  }
+  return check_reads(size, 1, 0);
+}
+
+std::string Rdma::counters() const {
+  if (!qp_) return "no QP";
+  const nic::Qp::Counters c = qp_->counters();
+  char b[256];
+  std::snprintf(b, sizeof b,
+                "tx %" PRIu64 " rx %" PRIu64 " packets, retransmits %" PRIu64 ", timeouts %" PRIu64
+                ", duplicates %" PRIu64 ", out of sequence %" PRIu64 ", rnr naks sent %" PRIu64,
+                c.tx_packets, c.rx_packets, c.retransmits, c.timeouts, c.duplicates, c.out_of_sequence,
+                c.rnr_naks_sent);
+  return b;
+}
+
+}  // namespace ndnic::ndperf::perftest
