@@ -10,8 +10,6 @@ PERFTEST_ALL_ITERS=${PERFTEST_ALL_ITERS:-5}
 readonly kPerftestPort=18515
 readonly kPerftestAllSizes=23  # 2^1 .. 2^23
 
-perftest_guest_packages() { echo perftest; }
-
 perftest_cases() {
   local t short role size
   for t in send_bw write_bw read_bw send_lat write_lat read_lat; do
