@@ -1,12 +1,12 @@
 # ndnic: two commands on a fresh Debian 12 machine (as root):
 #   make demo   - install what is missing, build, run the demo
 #   make test   - install what is missing, build, run every test (what CI runs)
-# Other targets: make build, make bench, make interop, make clean.
+# Other targets: make build, make bench, make interop, make container-demo, make clean.
 
 BUILD ?= build
 MESON_TEST_ARGS ?=
 
-.PHONY: all deps hugepages setup build test demo bench interop clean
+.PHONY: all deps hugepages setup build test demo bench interop container-demo clean
 
 all: build
 
@@ -40,6 +40,11 @@ bench: build hugepages
 # table of case, direction, result and figures; non-zero when a case fails.
 interop: build
 	@NDNIC_INTEROP_LOGS=$(abspath $(BUILD))/interop-logs tests/interop/rxe_interop.sh $(BUILD)
+
+# The two-node demo of docker/compose.yaml in real containers with podman (as root): installs
+# podman, builds the images (cached), runs and checks the demo, removes what it set up.
+container-demo:
+	@scripts/container-demo.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,40 @@
+// nd_demo's command line. Without --role both sides run in this process over a net_ring pair;
+// with it this process is one side on a real DPDK port (--dev, --ip) and the other side runs
+// elsewhere: passive (the window's owner, it listens) or active (the peer, it connects).
+// Parsed before EAL starts, so --help and usage errors never start it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ndnic::nd_demo {
+
+enum class Role : uint8_t { kBoth, kPassive, kActive };
+
+constexpr unsigned kDefaultWaitS = 60;
+
+struct Options {
+  Role role = Role::kBoth;
+  std::string device;        ///< --dev: ethdev port or vdev devargs
+  uint32_t ipv4 = 0;         ///< --ip, host order
+  uint32_t peer_ipv4 = 0;    ///< --peer (active): the passive side, host order
+  std::string capture;       ///< --capture: pcap of the port's frames
+  unsigned wait_s = kDefaultWaitS;  ///< --wait: how long the two sides wait for each other
+};
+
+/// Run with these options, or exit now with this status (0 after --help, 2 after a usage
+/// error, which has been printed).
+struct Parsed {
+  std::optional<Options> options;
+  int exit_code = 0;
+};
+
+/// `args`: the program's own arguments (after "--", or all when there is none).
+Parsed parse_options(const std::vector<std::string>& args);
+
+/// The arguments after the first "--", or all of them when there is none (as eal_init splits).
+std::vector<std::string> program_args(int argc, char** argv);
+
+}  // namespace ndnic::nd_demo
