@@ -16,13 +16,9 @@ constexpr uint8_t kQpTimeout = 14;    ///< DEF_QP_TIME
 constexpr uint8_t kRetryCnt = 7;
 constexpr uint8_t kRnrRetry = 7;
 constexpr uint8_t kMinRnrTimer = 12;  ///< MIN_RNR_TIMER
-constexpr uint16_t kEthMtu = 1500;
-constexpr uint32_t kRoceOverhead = 20 + 8 + 12 + 16 + 3 + 4;  ///< IPv4, UDP, BTH, RETH, pad, ICRC
-constexpr uint32_t kArpWaitMs = 3000;
 constexpr uint32_t kCqEntries = 2048;
 constexpr uint32_t kSqDepth = 256;
 constexpr uint32_t kPollBatch = 16;  ///< CTX_POLL_BATCH
-constexpr auto kLinger = std::chrono::milliseconds(300);
 
 uint64_t now_ns() {
   return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -37,36 +33,24 @@ uint64_t stride_of(uint32_t size, uint32_t cache_line) { return round_up(size, c
 }  // namespace
 
 Rdma::~Rdma() {
-  if (qp_) dev_.destroy_qp(qp_);
-  if (send_cq_) dev_.destroy_cq(send_cq_);
-  if (recv_cq_) dev_.destroy_cq(recv_cq_);
-  if (mr_.lkey) dev_.deregister_mr(mr_.lkey);
-  if (dev_open_) dev_.close();
-  port_.close();
+  if (qp_) node_.dev().destroy_qp(qp_);
+  if (send_cq_) node_.dev().destroy_cq(send_cq_);
+  if (recv_cq_) node_.dev().destroy_cq(recv_cq_);
+  if (mr_.lkey) node_.dev().deregister_mr(mr_.lkey);
+  node_.close();  // before the buffer goes: nothing may touch it after
   std::free(buf_);
 }
 
 bool Rdma::open_port() {
-  if (opts_.mtu + kRoceOverhead > kEthMtu) {
-    std::fprintf(stderr, "ndperf: path MTU %u does not fit the port's %u-byte Ethernet MTU\n", opts_.mtu, kEthMtu);
+  if (!engine_port::mtu_fits(opts_.mtu)) {
+    std::fprintf(stderr, "ndperf: path MTU %u does not fit the port's %u-byte Ethernet MTU\n", opts_.mtu,
+                 engine_port::kEthMtu);
     return false;
   }
-  glue::PortConfig pc;
-  pc.device = opts_.device;
-  pc.ipv4 = opts_.ipv4;
-  pc.mtu = kEthMtu;
-  pc.capture_path = opts_.capture;
-  if (!port_.open(pc)) {
-    std::fprintf(stderr, "ndperf: port %s: %s\n", opts_.device.c_str(), port_.error().c_str());
+  if (!node_.open(opts_.device, opts_.ipv4, opts_.capture)) {
+    std::fprintf(stderr, "ndperf: %s\n", node_.error().c_str());
     return false;
   }
-  nic::DeviceConfig dc;
-  dc.ports = {&port_};
-  if (!dev_.open(dc)) {
-    std::fprintf(stderr, "ndperf: device: %s\n", dev_.error().c_str());
-    return false;
-  }
-  dev_open_ = true;
   return true;
 }
 
@@ -88,14 +72,14 @@ bool Rdma::create(const Channel::Agreed& agreed) {
     std::mt19937 gen(0x6e646e69);  // "ndni"
     for (uint64_t i = 0; i < buf_size_; i++) buf_[i] = uint8_t(gen());
   }
-  const uint32_t pd = dev_.alloc_pd();
-  if (!dev_.register_mr(pd, buf_, buf_size_,
+  const uint32_t pd = node_.dev().alloc_pd();
+  if (!node_.dev().register_mr(pd, buf_, buf_size_,
                         nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead, &mr_)) {
     std::fprintf(stderr, "ndperf: couldn't register the %" PRIu64 "-byte buffer\n", buf_size_);
     return false;
   }
-  send_cq_ = dev_.create_cq(kCqEntries);
-  recv_cq_ = dev_.create_cq(kCqEntries);
+  send_cq_ = node_.dev().create_cq(kCqEntries);
+  recv_cq_ = node_.dev().create_cq(kCqEntries);
   if (!send_cq_ || !recv_cq_) {
     std::fprintf(stderr, "ndperf: couldn't create the CQs\n");
     return false;
@@ -107,7 +91,7 @@ bool Rdma::create(const Channel::Agreed& agreed) {
   caps.max_send_wr = kSqDepth;
   caps.max_recv_wr = kDefaultRxDepth;
   caps.max_send_sge = caps.max_recv_sge = 1;
-  qp_ = dev_.create_qp(caps);
+  qp_ = node_.dev().create_qp(caps);
   if (!qp_ || !qp_->modify(nic::QpState::kInit, {})) {
     std::fprintf(stderr, "ndperf: couldn't create the QP\n");
     return false;
@@ -142,13 +126,11 @@ bool Rdma::connect(const Dest& peer, uint32_t tcp_ipv4) {
   a.max_dest_rd_atomic = uint8_t(local_.out_reads);
   // perftest uses the peer's out_reads; a peer that allows more than we keep gets our most.
   a.max_rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
-  rte_ether_addr mac;
-  if (port_.resolve_wait(ip, &mac, kArpWaitMs) != glue::Resolve::kResolved) {
+  if (!node_.resolve(ip, a.dest_mac)) {
     std::fprintf(stderr, "ndperf: no ARP reply from %u.%u.%u.%u (the peer's GID; run perftest with -x on its "
                  "RoCE v2 IPv4 GID)\n", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
     return false;
   }
-  std::memcpy(a.dest_mac, mac.addr_bytes, 6);
   if (!qp_->modify(nic::QpState::kRtr, a) || !qp_->modify(nic::QpState::kRts, a)) {
     std::fprintf(stderr, "ndperf: couldn't move the QP to RTR/RTS\n");
     return false;
@@ -157,8 +139,7 @@ bool Rdma::connect(const Dest& peer, uint32_t tcp_ipv4) {
 }
 
 void Rdma::linger() {
-  const auto end = std::chrono::steady_clock::now() + kLinger;
-  while (std::chrono::steady_clock::now() < end) dev_.poll();
+  node_.linger();
 }
 
 bool Rdma::stalled(uint64_t last_progress_ns, const char* what) const {
@@ -209,7 +190,7 @@ bool Rdma::post(nic::WrOpcode op, uint32_t size, uint64_t local_addr, uint64_t w
 bool Rdma::wait_send_completion(nic::Completion* c) {
   const uint64_t t0 = now_ns();
   for (;;) {
-    dev_.poll();
+    node_.poll();
     if (send_cq_->poll(c, 1) == 1) return check_status(*c, "a request");
     if (stalled(t0, "waiting for a request's completion")) return false;
   }
@@ -251,7 +232,7 @@ bool Rdma::bw_requester(uint32_t size, BwSamples* out) {
       if (!post(op, size, addr, posted)) return false;
       posted++;
     }
-    dev_.poll();
+    node_.poll();
     const unsigned k = send_cq_->poll(wc, kPollBatch);
     if (k) last = now_ns();
     for (unsigned i = 0; i < k; i++) {
@@ -291,7 +272,7 @@ bool Rdma::send_bw_receiver(uint32_t size, BwSamples* out) {
   uint64_t got = 0, last = now_ns(), first_rx = 0;
   nic::Completion wc[kPollBatch];
   while (got < n) {
-    dev_.poll();
+    node_.poll();
     const unsigned k = recv_cq_->poll(wc, kPollBatch);
     if (k) {
       last = now_ns();
@@ -327,7 +308,7 @@ bool Rdma::send_lat(uint32_t size, bool client, LatSamples* out) {
     if (rcnt < n && !(scnt < 1 && client)) {
       const uint64_t t0 = now_ns();
       for (;;) {
-        dev_.poll();
+        node_.poll();
         if (recv_cq_->poll(&c, 1) == 1) break;
         nic::Completion sc;
         if (send_cq_->poll(&sc, 1) == 1) {
@@ -379,7 +360,7 @@ bool Rdma::write_lat(uint32_t size, bool client, LatSamples* out) {
       rcnt++;
       const uint64_t t0 = now_ns();
       while (*poll_byte != uint8_t(rcnt)) {
-        dev_.poll();
+        node_.poll();
         if (stalled(t0, "write_lat, waiting for the peer's write")) return false;
       }
       // The size's last message is checked whole before anything else is posted: the

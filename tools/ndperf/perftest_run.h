@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "tools/engine_port/engine_port.h"
 #include "tools/ndperf/perftest_figures.h"
 #include "tools/ndperf/perftest_oob.h"
 #include "tools/ndperf/perftest_options.h"
@@ -55,7 +55,7 @@ class Rdma {
   bool connect(const Dest& peer, uint32_t tcp_ipv4);
 
   /// One round of the engine, for waits elsewhere (the TCP side).
-  void poll() { dev_.poll(); }
+  void poll() { node_.poll(); }
   /// Keeps answering for a moment after the last message (the peer may still need an ACK).
   void linger();
 
@@ -82,9 +82,7 @@ class Rdma {
   bool check_reads(uint32_t size, uint32_t slots, uint32_t stride);
 
   PerftestOptions opts_;
-  glue::Port port_;
-  nic::Device dev_;
-  bool dev_open_ = false;
+  engine_port::EnginePort node_;
   uint8_t* buf_ = nullptr;
   uint64_t half_ = 0, buf_size_ = 0;
   uint32_t cache_line_ = kDefaultCacheLine;

@@ -24,59 +24,35 @@ constexpr uint8_t kRetryCnt = 7;
 constexpr uint8_t kRnrRetry = 7;
 constexpr uint8_t kMinRnrTimer = 12;
 constexpr uint8_t kMaxRdAtomic = 1;
-// The largest RoCEv2 header stack around a payload on IPv4: IP, UDP, BTH, RETH, pad, ICRC.
-constexpr uint32_t kRoceOverhead = 20 + 8 + 12 + 16 + 3 + 4;
-constexpr uint16_t kEthMtu = 1500;
-constexpr uint32_t kArpWaitMs = 3000;
 // The original waits forever; a test must not. Long enough for a guest under emulation.
 constexpr auto kStall = std::chrono::seconds(30);
-// After the last completion the peer may still need our ACK of its last message (ours could
-// be lost or still queued) or retransmit a request: a NIC keeps answering after the program's
-// loop ends, so we poll a little longer than rxe's first retransmission (~67 ms at timeout 14).
-constexpr auto kLinger = std::chrono::milliseconds(300);
-
-bool mtu_fits(uint32_t path_mtu) { return path_mtu + kRoceOverhead <= kEthMtu; }
 
 }  // namespace
 
 Session::~Session() {
-  if (qp_) dev_.destroy_qp(qp_);
-  if (cq_) dev_.destroy_cq(cq_);
-  if (mr_.lkey) dev_.deregister_mr(mr_.lkey);
-  if (dev_open_) dev_.close();
-  port_.close();
+  if (qp_) node_.dev().destroy_qp(qp_);
+  if (cq_) node_.dev().destroy_cq(cq_);
+  if (mr_.lkey) node_.dev().deregister_mr(mr_.lkey);
 }
 
 bool Session::open() {
-  if (!mtu_fits(opts_.mtu)) {
+  if (!engine_port::mtu_fits(opts_.mtu)) {
     std::fprintf(stderr, "rc_pingpong: path MTU %u does not fit the port's %u-byte Ethernet MTU\n",
-                 opts_.mtu, kEthMtu);
+                 opts_.mtu, engine_port::kEthMtu);
     return false;
   }
-  glue::PortConfig pc;
-  pc.device = opts_.device;
-  pc.ipv4 = opts_.ipv4;
-  pc.mtu = kEthMtu;
-  pc.capture_path = opts_.capture;
-  if (!port_.open(pc)) {
-    std::fprintf(stderr, "rc_pingpong: port %s: %s\n", opts_.device.c_str(), port_.error().c_str());
+  if (!node_.open(opts_.device, opts_.ipv4, opts_.capture)) {
+    std::fprintf(stderr, "rc_pingpong: %s\n", node_.error().c_str());
     return false;
   }
-  nic::DeviceConfig dc;
-  dc.ports = {&port_};
-  if (!dev_.open(dc)) {
-    std::fprintf(stderr, "rc_pingpong: device: %s\n", dev_.error().c_str());
-    return false;
-  }
-  dev_open_ = true;
-  const uint32_t pd = dev_.alloc_pd();
+  const uint32_t pd = node_.dev().alloc_pd();
   buf_.assign(std::max<size_t>(size_t(opts_.size) * 2, 1), kFill);  // a region is never empty
   std::fill(buf_.begin() + opts_.size, buf_.end(), 0);
-  if (!dev_.register_mr(pd, buf_.data(), buf_.size(), nic::kAccessLocalWrite, &mr_)) {
+  if (!node_.dev().register_mr(pd, buf_.data(), buf_.size(), nic::kAccessLocalWrite, &mr_)) {
     std::fprintf(stderr, "Couldn't register MR\n");
     return false;
   }
-  cq_ = dev_.create_cq(opts_.rx_depth + 1);
+  cq_ = node_.dev().create_cq(opts_.rx_depth + 1);
   if (!cq_) {
     std::fprintf(stderr, "Couldn't create CQ\n");
     return false;
@@ -87,7 +63,7 @@ bool Session::open() {
   caps.max_send_wr = 1;
   caps.max_recv_wr = opts_.rx_depth;
   caps.max_send_sge = caps.max_recv_sge = 1;
-  qp_ = dev_.create_qp(caps);
+  qp_ = node_.dev().create_qp(caps);
   if (!qp_ || !qp_->modify(nic::QpState::kInit, {})) {
     std::fprintf(stderr, "Couldn't create QP\n");
     return false;
@@ -117,13 +93,11 @@ bool Session::connect(const Peer& peer) {
   a.max_rd_atomic = a.max_dest_rd_atomic = kMaxRdAtomic;
   // Resolved before connecting (the engine could learn it later): a peer that does not
   // answer ARP fails here with a clear message instead of as a retry-exceeded completion.
-  rte_ether_addr mac;
-  if (port_.resolve_wait(ip, &mac, kArpWaitMs) != glue::Resolve::kResolved) {
+  if (!node_.resolve(ip, a.dest_mac)) {
     std::fprintf(stderr, "rc_pingpong: no ARP reply from %u.%u.%u.%u\n", ip >> 24, (ip >> 16) & 255,
                  (ip >> 8) & 255, ip & 255);
     return false;
   }
-  std::memcpy(a.dest_mac, mac.addr_bytes, 6);
   if (!qp_->modify(nic::QpState::kRtr, a)) {
     std::fprintf(stderr, "Failed to modify QP to RTR\n");
     return false;
@@ -200,7 +174,7 @@ bool Session::run(bool client, Figures* out) {
   const auto start = Clock::now();
   auto last_progress = start;
   while (rcnt < opts_.iters || scnt < opts_.iters) {
-    dev_.poll();
+    node_.poll();
     nic::Completion wc[2];
     const unsigned n = cq_->poll(wc, 2);
     if (n > 0) last_progress = Clock::now();
@@ -241,8 +215,7 @@ bool Session::run(bool client, Figures* out) {
 }
 
 void Session::linger() {
-  const auto end = Clock::now() + kLinger;
-  while (Clock::now() < end) dev_.poll();
+  node_.linger();
 }
 
 std::string Session::counters() const {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "tools/engine_port/engine_port.h"
 #include "tools/rc_pingpong/exchange.h"
 #include "tools/rc_pingpong/options.h"
 
@@ -33,7 +33,7 @@ class Session {
   /// message or a stall.
   bool run(bool client, Figures* out);
   /// One round of the engine (and so of the port's ARP), for while the program waits elsewhere.
-  void poll() { dev_.poll(); }
+  void poll() { node_.poll(); }
   /// Keeps the engine answering for a moment, see the definition.
   void linger();
   /// One line of transport counters, for the log.
@@ -45,9 +45,7 @@ class Session {
   bool check_message(const nic::Completion& c);
 
   Options opts_;
-  glue::Port port_;
-  nic::Device dev_;
-  bool dev_open_ = false;
+  engine_port::EnginePort node_;
   std::vector<uint8_t> buf_;  ///< [0, size): what we send; [size, 2 size): where we receive
   nic::MrKeys mr_;
   nic::Cq* cq_ = nullptr;
