@@ -56,9 +56,13 @@ struct Side {
 
   INDAdapter* adapter() { return node.adapter(); }
   ND_SGE sge(size_t off, size_t len) { return ND_SGE{buf.data() + off, len, mr}; }
-  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout) {
-    return nd_node::wait_result(cq, r, Clock::now() + timeout);
-  }
+  /// Results reaped from `cq` while waiting for another one, in the CQ's order: a check of the
+  /// order results arrive in starts with these (an ACK lost on the port can make our own Send
+  /// complete after the peer's next messages arrived).
+  std::vector<ND_RESULT*> reaped;
+
+  /// Reaps `cq` until `r` is among the results (kept in `reaped` otherwise), or `timeout`.
+  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout);
   HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
     return hr == ND_PENDING ? nd_node::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
   }
