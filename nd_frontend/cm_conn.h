@@ -31,7 +31,7 @@ struct CmConn {
   uint8_t initiator_depth = 1;        ///< our QP's max_rd_atomic
   uint8_t ack_timeout = 14;
   uint8_t retry_count = 7;
-  /// RNR retries of our QP: the count the peer's REQ or REP asked for (IBTA 12.7.23 / 12.7.33:
+  /// RNR retries of our QP: the count the peer's REQ or REP asked for (as Linux's CM:
   /// the receiver knows how soon it posts receives, so each side tells the other).
   uint8_t rnr_retry_count = 7;
   uint8_t advertised_rnr_retry = 7;   ///< what our REQ or REP asks of the peer (CmConfig)

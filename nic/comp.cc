@@ -207,7 +207,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
         if (code < 4) qp.counters.naks_received[code]++;
         if (code == 0) {  // PSN sequence error: the peer wants `psn` again
           // ... and so acknowledges every PSN before it: forward progress, which refills the
-          // retry budget as an ACK does (IBTA 9.7.5.1.3 counts retries without progress).
+          // retry budget as an ACK does: only retries that gain nothing count against retry_cnt.
           if (psn_diff(psn, qp.comp.psn) > 0) qp.comp.retry_left = qp.attr.retry_cnt;
           qp.comp.psn = psn;
           if (!retry_from(qp, psn, now)) return;  // this go-back is already under way

@@ -414,8 +414,8 @@ TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
   traffic();
 }
 
-// The RNR retry count in a REQ or REP is what its sender asks of the other side's QP (IBTA
-// 12.7.23, 12.7.33; Linux cm_req_handler / cm_rep_handler): a receiver that asks for none sees
+// The RNR retry count in a REQ or REP is what its sender asks of the other side's QP (Linux's
+// cm_req_handler / cm_rep_handler take it so): a receiver that asks for none sees
 // a SEND to it with no receive posted fail at the first RNR NAK, in either role. (ndnic's
 // active side once kept its own count: found against rxe by tests/interop's verbs peer.)
 class RnrRetryCountTest : public CmAgentTest {

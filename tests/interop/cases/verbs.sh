@@ -32,7 +32,7 @@ verbs_cases() {
     i=$((i + 1))
   done
   # ndnic connects and rxe's rdma_accept asks for rnr_retry_count 0 in its REP: the active side
-  # takes the REP's RNR Retry Count (IBTA 12.7.33; Linux cm_rep_handler does).
+  # takes the REP's RNR Retry Count (the REP's field, as Linux's cm_rep_handler).
   echo "verbs-rnrx-nd-rep verbs server rnrx-nd $i"
 }
 

@@ -13,7 +13,7 @@ struct Scenario {
   void (*passive)(Peer&);
   bool receiver_posts_nothing;  ///< the passive side posts no receive pool (RNR scenarios)
   /// RNR retries the passive (receiving) side asks of its peer in its REQ or REP: 0 makes the
-  /// peer's first RNR NAK final (IBTA 12.7.23 / 12.7.33), 7 retries forever.
+  /// peer's first RNR NAK final (the REQ's or REP's RNR Retry Count), 7 retries forever.
   uint8_t receiver_asks_rnr_retry;
 };
 
