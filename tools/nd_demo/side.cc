@@ -30,12 +30,6 @@ std::string hex(uint64_t v) {
   return b;
 }
 
-std::string ipv4_text(uint32_t ip) {
-  char b[16];
-  std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
-  return b;
-}
-
 int finish_line() {
   std::printf("\n%s\n", g_failures ? "nd_demo: SOME STEPS FAILED" : "nd_demo: every step did what it should");
   return g_failures ? 1 : 0;

@@ -8,11 +8,13 @@
 #include <vector>
 
 #include "nd_frontend/ndspi.h"
+#include "tools/nd_node/arguments.h"
 #include "tools/nd_node/node.h"
 
 namespace ndnic::nd_demo {
 
 using Clock = std::chrono::steady_clock;
+using nd_node::ipv4_text;
 
 constexpr uint16_t kPort = 4791 + 1000;       ///< the ND port the owner listens on
 constexpr size_t kBuffer = 1 << 20;
@@ -35,7 +37,6 @@ extern int g_failures;
 void say(const char* who, const std::string& what);
 bool check(bool ok, const char* who, const std::string& what);
 std::string hex(uint64_t v);
-std::string ipv4_text(uint32_t ip);
 /// The last line, from g_failures; the exit status.
 int finish_line();
 

@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -35,6 +36,12 @@ bool parse_ipv4(const char* s, uint32_t* out) {
   if (inet_pton(AF_INET, s, &a) != 1 || a.s_addr == 0) return false;
   *out = ntohl(a.s_addr);
   return true;
+}
+
+std::string ipv4_text(uint32_t ip) {
+  char b[16];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+  return b;
 }
 
 }  // namespace ndnic::nd_node

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace ndnic::nd_node {
 
@@ -12,5 +13,7 @@ bool parse_uint(const char* s, unsigned long max, unsigned long* out);
 bool parse_size(const char* s, unsigned long max, unsigned long* out);
 /// A dotted IPv4 address other than 0.0.0.0, host order.
 bool parse_ipv4(const char* s, uint32_t* out);
+/// "198.18.0.1" from a host-order address: what parse_ipv4 reads back.
+std::string ipv4_text(uint32_t ip);
 
 }  // namespace ndnic::nd_node

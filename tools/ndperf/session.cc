@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "nd_frontend/nd.h"
+#include "tools/nd_node/arguments.h"
+#include "tools/nd_node/node.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -23,40 +25,6 @@ constexpr auto kRetryPause = std::chrono::milliseconds(20);
 constexpr auto kNotifyRecheck = std::chrono::milliseconds(50);
 constexpr auto kWatchdogTick = std::chrono::milliseconds(10);
 constexpr unsigned kSpinsPerCheck = 1024;  ///< polling reads the clock and the halt this seldom
-
-const char* status_name(HRESULT hr) {
-  switch (hr) {
-    case ND_SUCCESS: return "ND_SUCCESS";
-    case ND_TIMEOUT: return "ND_TIMEOUT";
-    case ND_PENDING: return "ND_PENDING";
-    case ND_BUFFER_OVERFLOW: return "ND_BUFFER_OVERFLOW";
-    case ND_NO_MORE_ENTRIES: return "ND_NO_MORE_ENTRIES";
-    case ND_UNSUCCESSFUL: return "ND_UNSUCCESSFUL";
-    case ND_ACCESS_VIOLATION: return "ND_ACCESS_VIOLATION";
-    case ND_INVALID_PARAMETER: return "ND_INVALID_PARAMETER";
-    case ND_INVALID_DEVICE_REQUEST: return "ND_INVALIDATION_ERROR";
-    case ND_DATA_OVERRUN: return "ND_LOCAL_LENGTH";
-    case ND_INSUFFICIENT_RESOURCES: return "ND_INSUFFICIENT_RESOURCES";
-    case ND_IO_TIMEOUT: return "ND_IO_TIMEOUT";
-    case ND_INVALID_BUFFER_SIZE: return "ND_INVALID_BUFFER_SIZE";
-    case ND_CANCELED: return "ND_CANCELED";
-    case ND_REMOTE_ERROR: return "ND_REMOTE_ERROR";
-    case ND_INVALID_ADDRESS: return "ND_INVALID_ADDRESS";
-    case ND_CONNECTION_REFUSED: return "ND_CONNECTION_REFUSED";
-    case ND_CONNECTION_INVALID: return "ND_CONNECTION_INVALID";
-    case ND_CONNECTION_ACTIVE: return "ND_CONNECTION_ACTIVE";
-    case ND_HOST_UNREACHABLE: return "ND_HOST_UNREACHABLE";
-    case ND_CONNECTION_ABORTED: return "ND_CONNECTION_ABORTED";
-    default: return "status";
-  }
-}
-
-std::string ipv4_text(uint32_t ip) {
-  const in_addr a{htonl(ip)};
-  char s[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &a, s, sizeof s);
-  return s;
-}
 
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
@@ -99,7 +67,7 @@ bool Session::fail(const std::string& what, HRESULT hr) const {
   if (hr == ND_SUCCESS)
     std::fprintf(stderr, "ndperf %s: %s\n", who_, what.c_str());
   else
-    std::fprintf(stderr, "ndperf %s: %s: %s (0x%08x)\n", who_, what.c_str(), status_name(hr), uint32_t(hr));
+    std::fprintf(stderr, "ndperf %s: %s: %s\n", who_, what.c_str(), nd_node::status_text(hr).c_str());
   return false;
 }
 
@@ -124,7 +92,7 @@ bool Session::open() {
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(node_.ipv4());
   HRESULT hr = NdOpenV1Adapter(reinterpret_cast<const sockaddr*>(&sa), sizeof sa, &adapter_);
-  if (FAILED(hr)) return fail("NdOpenV1Adapter(" + ipv4_text(node_.ipv4()) + ")", hr);
+  if (FAILED(hr)) return fail("NdOpenV1Adapter(" + nd_node::ipv4_text(node_.ipv4()) + ")", hr);
   OVERLAPPED ov{};
   hr = adapter_->RegisterMemory(buf(), layout().total(), &ov, &mr_);
   if (hr == ND_PENDING) hr = adapter_->GetOverlappedResult(&ov, nullptr, TRUE);
@@ -261,7 +229,7 @@ bool Session::connect(uint32_t ip, uint16_t port, const Plan& plan, const Depths
   to.sin_addr.s_addr = htonl(ip);
   const std::vector<uint8_t> data = encode(plan);
   const auto give_up = Clock::now() + retry;
-  std::string where = "Connect to " + ipv4_text(ip) + ":" + std::to_string(port);
+  std::string where = "Connect to " + nd_node::ipv4_text(ip) + ":" + std::to_string(port);
   Qp q;
   for (;;) {
     if (!create_endpoint(q, d)) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "nd_frontend/nd.h"
+#include "tools/nd_node/arguments.h"
+#include "tools/nd_node/node.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -22,40 +24,6 @@ constexpr auto kCancelGrace = std::chrono::milliseconds(100);
 constexpr auto kNotifyRecheck = std::chrono::milliseconds(50);
 constexpr auto kWatchdogTick = std::chrono::milliseconds(10);
 constexpr unsigned kSpinsPerClockRead = 1024;  ///< polling reads the clock this seldom
-
-const char* status_name(HRESULT hr) {
-  switch (hr) {
-    case ND_SUCCESS: return "ND_SUCCESS";
-    case ND_TIMEOUT: return "ND_TIMEOUT";
-    case ND_PENDING: return "ND_PENDING";
-    case ND_BUFFER_OVERFLOW: return "ND_BUFFER_OVERFLOW";
-    case ND_NO_MORE_ENTRIES: return "ND_NO_MORE_ENTRIES";
-    case ND_UNSUCCESSFUL: return "ND_UNSUCCESSFUL";
-    case ND_INVALID_PARAMETER: return "ND_INVALID_PARAMETER";
-    case ND_INVALID_DEVICE_REQUEST: return "ND_INVALID_DEVICE_REQUEST";
-    case ND_DATA_OVERRUN: return "ND_DATA_OVERRUN";
-    case ND_INSUFFICIENT_RESOURCES: return "ND_INSUFFICIENT_RESOURCES";
-    case ND_IO_TIMEOUT: return "ND_IO_TIMEOUT";
-    case ND_INVALID_BUFFER_SIZE: return "ND_INVALID_BUFFER_SIZE";
-    case ND_CANCELED: return "ND_CANCELED";
-    case ND_REMOTE_ERROR: return "ND_REMOTE_ERROR";
-    case ND_INVALID_ADDRESS: return "ND_INVALID_ADDRESS";
-    case ND_ADDRESS_ALREADY_EXISTS: return "ND_ADDRESS_ALREADY_EXISTS";
-    case ND_CONNECTION_REFUSED: return "ND_CONNECTION_REFUSED";
-    case ND_CONNECTION_INVALID: return "ND_CONNECTION_INVALID";
-    case ND_CONNECTION_ACTIVE: return "ND_CONNECTION_ACTIVE";
-    case ND_HOST_UNREACHABLE: return "ND_HOST_UNREACHABLE";
-    case ND_CONNECTION_ABORTED: return "ND_CONNECTION_ABORTED";
-    default: return "status";
-  }
-}
-
-std::string ipv4_text(uint32_t ip) {
-  const in_addr a{htonl(ip)};
-  char s[INET_ADDRSTRLEN] = "?";
-  inet_ntop(AF_INET, &a, s, sizeof s);
-  return s;
-}
 
 int64_t now_ns() { return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count(); }
 
@@ -99,8 +67,8 @@ bool Connection::fail(const std::string& what, HRESULT hr) const {
   if (hr == ND_SUCCESS)
     std::fprintf(stderr, "%s %s: %s\n", tool_name(o_.tool), who_, what.c_str());
   else
-    std::fprintf(stderr, "%s %s: %s: %s (0x%08x)\n", tool_name(o_.tool), who_, what.c_str(), status_name(hr),
-                 uint32_t(hr));
+    std::fprintf(stderr, "%s %s: %s: %s\n", tool_name(o_.tool), who_, what.c_str(),
+                 nd_node::status_text(hr).c_str());
   return false;
 }
 
@@ -110,7 +78,7 @@ bool Connection::open(uint32_t ipv4, const Limits& lim, size_t bytes) {
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(ipv4);
   HRESULT hr = NdOpenV1Adapter(reinterpret_cast<const sockaddr*>(&sa), sizeof sa, &adapter_);
-  if (FAILED(hr)) return fail("NdOpenV1Adapter(" + ipv4_text(ipv4) + ")", hr);
+  if (FAILED(hr)) return fail("NdOpenV1Adapter(" + nd_node::ipv4_text(ipv4) + ")", hr);
   ND_ADAPTER_INFO info{};
   SIZE_T size = sizeof info;
   hr = adapter_->Query(ND_VERSION_1, &info, &size);
@@ -220,7 +188,7 @@ bool Connection::connect(uint32_t ip, uint16_t port, const std::vector<uint8_t>&
   to.sin_port = htons(port);
   to.sin_addr.s_addr = htonl(ip);
   const auto give_up = Clock::now() + std::chrono::seconds(o_.retry_s);
-  std::string where = "Connect to " + ipv4_text(ip) + ":" + std::to_string(port);
+  std::string where = "Connect to " + nd_node::ipv4_text(ip) + ":" + std::to_string(port);
   for (;;) {
     // The CM gives up on an unanswered request only after rdma_cm's retries (about a
     // minute): an attempt gets --timeout seconds.
