@@ -1,6 +1,7 @@
 #include "tools/nd_node/arguments.h"
 
 #include <arpa/inet.h>
+#include <getopt.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -42,6 +43,20 @@ std::string ipv4_text(uint32_t ip) {
   char b[16];
   std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
   return b;
+}
+
+std::string option_text(int c, const option* longopts) {
+  for (const option* o = longopts; o->name; o++)
+    if (o->val == c) return std::string("--") + o->name;
+  return std::string("-") + char(c);
+}
+
+void forget_getopt_state() {
+  char name[] = "nd_node";
+  char* none[] = {name, nullptr};
+  optind = 0;
+  getopt(1, none, "");
+  optind = 0;
 }
 
 }  // namespace ndnic::nd_node

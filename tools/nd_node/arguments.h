@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+struct option;  // <getopt.h>
+
 namespace ndnic::nd_node {
 
 /// A decimal number 0 .. max.
@@ -15,5 +17,13 @@ bool parse_size(const char* s, unsigned long max, unsigned long* out);
 bool parse_ipv4(const char* s, uint32_t* out);
 /// "198.18.0.1" from a host-order address: what parse_ipv4 reads back.
 std::string ipv4_text(uint32_t ip);
+
+/// How the user wrote option `c`: "--name" when `longopts` (getopt_long's table, ended by a
+/// null name) has it, "-c" otherwise.
+std::string option_text(int c, const option* longopts);
+/// glibc's getopt keeps a pointer into the last argument it read; EAL parses after the tool
+/// (with optind = 1, which does not reinitialise it) and would resume from it once the tool's
+/// strings are gone. A call with optind = 0 on an empty list clears that state.
+void forget_getopt_state();
 
 }  // namespace ndnic::nd_node

@@ -80,25 +80,6 @@ Parsed usage_error(const std::string& what) {
   return Parsed{std::nullopt, 2};
 }
 
-/// glibc's getopt keeps a pointer into the last argument it read; EAL parses after us (with
-/// optind = 1, which does not reinitialise it) and would resume from it once our strings are
-/// gone. A call with optind = 0 on an empty list clears that state.
-void forget_getopt_state() {
-  char name[] = "ndperf";
-  char* none[] = {name, nullptr};
-  optind = 0;
-  getopt(1, none, "");
-  optind = 0;
-}
-
-std::string option_text(int c, const option* longopts) {
-  for (const option* o = longopts; o->name; o++)
-    if (o->val == c) return std::string("--") + o->name;
-  std::string s("-");
-  s.push_back(char(c));
-  return s;
-}
-
 bool add_tests(std::string_view list, std::vector<Test>* tests, std::string* bad) {
   while (!list.empty()) {
     const size_t comma = list.find(',');
@@ -170,18 +151,18 @@ Parsed parse_options(const std::vector<std::string>& args) {
     std::string bad;
     if (c == 'T' || c == kSet || c == 's' || c == 'a' || c == 'n' || c == 'D' || c == 'q' || c == 't' ||
         c == kCsv || c == kPlot) {
-      if (!client_only) client_only_name = option_text(c, kLong);
+      if (!client_only) client_only_name = nd_node::option_text(c, kLong);
       client_only = true;
     }
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
-        forget_getopt_state();
+        nd_node::forget_getopt_state();
         return Parsed{std::nullopt, 0};
       case 'T':
         chose_tests = true;
         if (!add_tests(optarg, &o.tests, &bad)) {
-          forget_getopt_state();
+          nd_node::forget_getopt_state();
           std::string what("unknown test '");
           what.append(bad).append("' (tests: ").append(test_names()).append(")");
           return usage_error(what);
@@ -193,7 +174,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
         if (!set) {
           std::string what("unknown test set '");
           what.append(optarg).append("' (sets: ").append(test_set_names()).append(")");
-          forget_getopt_state();  // after the last use of optarg: it clears it
+          nd_node::forget_getopt_state();  // after the last use of optarg: it clears it
           return usage_error(what);
         }
         for (Test t : *set)
@@ -279,8 +260,8 @@ Parsed parse_options(const std::vector<std::string>& args) {
         break;
       case ':': {
         std::string what("option needs a value: ");
-        what.append(optopt ? option_text(optopt, kLong) : std::string(argv[optind - 1]));
-        forget_getopt_state();
+        what.append(optopt ? nd_node::option_text(optopt, kLong) : std::string(argv[optind - 1]));
+        nd_node::forget_getopt_state();
         return usage_error(what);
       }
       default: {
@@ -291,21 +272,21 @@ Parsed parse_options(const std::vector<std::string>& args) {
         } else {
           what.append(argv[optind - 1]);
         }
-        forget_getopt_state();
+        nd_node::forget_getopt_state();
         return usage_error(what);
       }
     }
     if (!ok) {
       std::string what("bad value for ");
-      what.append(option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
+      what.append(nd_node::option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
       if (c == 'm') what.append(" (256, 512, 1024, 2048 or 4096)");
       if (c == 's') what.append(" (1 to 8M)");
-      forget_getopt_state();
+      nd_node::forget_getopt_state();
       return usage_error(what);
     }
   }
   const int first_operand = optind;
-  forget_getopt_state();
+  nd_node::forget_getopt_state();
   if (first_operand < argc) return usage_error(std::string("unexpected argument: ") + argv[first_operand]);
   if (server && client) return usage_error("give --server or --client, not both");
   if (o.events && poll) return usage_error("give --events or --poll, not both");

@@ -49,15 +49,6 @@ ParsedPerftest usage_error(const std::string& what) {
   return ParsedPerftest{std::nullopt, 2};
 }
 
-/// glibc's getopt keeps a pointer into the last argument it read; EAL parses after us.
-void forget_getopt_state() {
-  char name[] = "ndperf";
-  char* none[] = {name, nullptr};
-  optind = 0;
-  getopt(1, none, "");
-  optind = 0;
-}
-
 }  // namespace
 
 std::optional<TestId> test_by_name(const std::string& name) {
@@ -113,7 +104,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
-        forget_getopt_state();
+        nd_node::forget_getopt_state();
         return ParsedPerftest{std::nullopt, 0};
       case kPerftest:
         if (const std::optional<TestId> t = test_by_name(optarg)) {
@@ -212,7 +203,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
     bad = "unexpected argument '";
     bad.append(argv[size_t(optind)]).append("'");
   }
-  forget_getopt_state();
+  nd_node::forget_getopt_state();
   if (!bad.empty()) return usage_error(bad);
   if (!have_test) return usage_error("--perftest needs a test");
   if (o.server == !o.host.empty()) return usage_error("the perftest mode needs exactly one of --server and --client=HOST");

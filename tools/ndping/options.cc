@@ -101,24 +101,6 @@ Parsed usage_error(Tool tool, const std::string& what) {
   return Parsed{std::nullopt, 2};
 }
 
-/// getopt keeps a pointer into the last argument it read, and EAL (which parses after us,
-/// starting with optind = 1, which does not reinitialise glibc's getopt) would resume from it
-/// once our argument strings are gone. A call with optind = 0 on an empty list clears it.
-void forget_getopt_state() {
-  char name[] = "ndping";
-  char* none[] = {name, nullptr};
-  optind = 0;
-  getopt(1, none, "");
-  optind = 0;
-}
-
-/// How the user wrote option `c`: its long name when it has one.
-std::string option_text(int c, const std::vector<option>& longopts) {
-  for (const option& o : longopts)
-    if (o.name && o.val == c) return std::string("--") + o.name;
-  return std::string("-") + char(c);
-}
-
 }  // namespace
 
 const char* tool_name(Tool tool) { return tool == Tool::kPing ? "ndping" : "ndpingpong"; }
@@ -233,7 +215,7 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         break;
       case ':': {
         std::string what = "option needs a value: ";
-        what.append(optopt ? option_text(optopt, longopts) : std::string(argv[optind - 1]));
+        what.append(optopt ? nd_node::option_text(optopt, longopts.data()) : std::string(argv[optind - 1]));
         return usage_error(tool, what);
       }
       default: {
@@ -244,12 +226,12 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
     }
     if (!ok) {
       std::string what = "bad value for ";
-      what.append(option_text(c, longopts)).append(": ").append(optarg ? optarg : "");
+      what.append(nd_node::option_text(c, longopts.data())).append(": ").append(optarg ? optarg : "");
       return usage_error(tool, what);
     }
   }
   const int first_operand = optind;
-  forget_getopt_state();
+  nd_node::forget_getopt_state();
   if (first_operand < argc) {
     std::string what = "unexpected argument: ";
     what.append(argv[first_operand]);
