@@ -1,7 +1,6 @@
 #include "tools/nd_demo/options.h"
 
 #include <cstdio>
-#include <string_view>
 
 #include "tools/nd_node/arguments.h"
 
@@ -37,17 +36,6 @@ Parsed usage_error(const std::string& what) {
 }
 
 }  // namespace
-
-std::vector<std::string> program_args(int argc, char** argv) {
-  int first = 1;
-  for (int i = 1; i < argc; i++) {
-    if (std::string_view(argv[i]) == "--") {
-      first = i + 1;
-      break;
-    }
-  }
-  return std::vector<std::string>(argv + first, argv + argc);
-}
 
 Parsed parse_options(const std::vector<std::string>& args) {
   Options o;

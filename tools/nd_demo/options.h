@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/nd_node/arguments.h"
+
 namespace ndnic::nd_demo {
 
 enum class Role : uint8_t { kBoth, kPassive, kActive };
@@ -34,7 +36,6 @@ struct Parsed {
 /// `args`: the program's own arguments (after "--", or all when there is none).
 Parsed parse_options(const std::vector<std::string>& args);
 
-/// The arguments after the first "--", or all of them when there is none (as eal_init splits).
-std::vector<std::string> program_args(int argc, char** argv);
+using nd_node::program_args;  // tools/nd_node/arguments.h
 
 }  // namespace ndnic::nd_demo

@@ -45,6 +45,17 @@ std::string ipv4_text(uint32_t ip) {
   return b;
 }
 
+std::vector<std::string> program_args(int argc, char** argv) {
+  int first = 1;
+  for (int i = 1; i < argc; i++) {
+    if (std::string_view(argv[i]) == "--") {
+      first = i + 1;
+      break;
+    }
+  }
+  return std::vector<std::string>(argv + first, argv + argc);
+}
+
 std::string option_text(int c, const option* longopts) {
   for (const option* o = longopts; o->name; o++)
     if (o->val == c) return std::string("--") + o->name;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 struct option;  // <getopt.h>
 
@@ -18,6 +19,9 @@ bool parse_ipv4(const char* s, uint32_t* out);
 /// "198.18.0.1" from a host-order address: what parse_ipv4 reads back.
 std::string ipv4_text(uint32_t ip);
 
+/// The program's own arguments: after the first "--", or all of them when there is none (as
+/// pmd_glue's eal_init splits argv). Lets --help and usage errors answer before EAL starts.
+std::vector<std::string> program_args(int argc, char** argv);
 /// How the user wrote option `c`: "--name" when `longopts` (getopt_long's table, ended by a
 /// null name) has it, "-c" otherwise.
 std::string option_text(int c, const option* longopts);

@@ -106,19 +106,6 @@ const char* role_name(Role r) {
   return "?";
 }
 
-std::vector<std::string> program_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  int first = 1;
-  for (int i = 1; i < argc; i++) {
-    if (std::string_view(argv[i]) == "--") {
-      first = i + 1;
-      break;
-    }
-  }
-  for (int i = first; i < argc; i++) out.emplace_back(argv[i]);
-  return out;
-}
-
 Parsed parse_options(const std::vector<std::string>& args) {
   std::vector<char*> argv{const_cast<char*>("ndperf")};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/nd_node/arguments.h"
 #include "tools/ndperf/catalog.h"
 
 namespace ndnic::ndperf {
@@ -59,8 +60,6 @@ struct Parsed {
 
 Parsed parse_options(const std::vector<std::string>& args);
 
-/// The program's own arguments: after the first "--", or all of them when there is none (as
-/// pmd_glue's eal_init splits argv).
-std::vector<std::string> program_args(int argc, char** argv);
+using nd_node::program_args;  // tools/nd_node/arguments.h
 
 }  // namespace ndnic::ndperf

@@ -105,19 +105,6 @@ Parsed usage_error(Tool tool, const std::string& what) {
 
 const char* tool_name(Tool tool) { return tool == Tool::kPing ? "ndping" : "ndpingpong"; }
 
-std::vector<std::string> program_args(int argc, char** argv) {
-  std::vector<std::string> out;
-  int first = 1;
-  for (int i = 1; i < argc; i++) {
-    if (std::string_view(argv[i]) == "--") {
-      first = i + 1;
-      break;
-    }
-  }
-  for (int i = first; i < argc; i++) out.emplace_back(argv[i]);
-  return out;
-}
-
 Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
   std::vector<char*> argv{const_cast<char*>(tool_name(tool))};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));

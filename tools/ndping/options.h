@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/nd_node/arguments.h"
+
 namespace ndnic::ndping {
 
 /// Which of the two programs is parsing: the defaults and the usage text differ.
@@ -54,10 +56,7 @@ struct Parsed {
 /// Parses the program's arguments (those after EAL's "--").
 Parsed parse_options(Tool tool, const std::vector<std::string>& args);
 
-/// The program's own arguments in argv: after the first "--", or all of them when there is
-/// none (pmd_glue's eal_init splits argv the same way). Lets --help and usage errors answer
-/// before EAL starts.
-std::vector<std::string> program_args(int argc, char** argv);
+using nd_node::program_args;  // tools/nd_node/arguments.h
 
 const char* tool_name(Tool tool);
 
