@@ -22,6 +22,9 @@ constexpr uint32_t kArpWaitMs = 3000;  ///< a peer that does not answer ARP in t
 /// ends, a little longer than rxe's first retransmission (~67 ms at timeout 14).
 constexpr auto kLinger = std::chrono::milliseconds(300);
 
+/// One line of `qp`'s transport counters, for the log.
+std::string counters_text(const nic::Qp& qp);
+
 /// Whether a path MTU's packets fit the port's Ethernet MTU.
 constexpr bool mtu_fits(uint32_t path_mtu) { return path_mtu + kRoceOverhead <= kEthMtu; }
 

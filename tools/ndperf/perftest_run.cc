@@ -416,14 +416,7 @@ bool Rdma::read_lat(uint32_t size, LatSamples* out) {
 
 std::string Rdma::counters() const {
   if (!qp_) return "no QP";
-  const nic::Qp::Counters c = qp_->counters();
-  char b[256];
-  std::snprintf(b, sizeof b,
-                "tx %" PRIu64 " rx %" PRIu64 " packets, retransmits %" PRIu64 ", timeouts %" PRIu64
-                ", duplicates %" PRIu64 ", out of sequence %" PRIu64 ", rnr naks sent %" PRIu64,
-                c.tx_packets, c.rx_packets, c.retransmits, c.timeouts, c.duplicates, c.out_of_sequence,
-                c.rnr_naks_sent);
-  return b;
+  return engine_port::counters_text(*qp_);
 }
 
 }  // namespace ndnic::ndperf::perftest

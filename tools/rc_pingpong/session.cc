@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -219,14 +218,7 @@ void Session::linger() {
 }
 
 std::string Session::counters() const {
-  const nic::Qp::Counters c = qp_->counters();
-  char b[256];
-  std::snprintf(b, sizeof b,
-                "tx %" PRIu64 " rx %" PRIu64 " packets, retransmits %" PRIu64 ", timeouts %" PRIu64
-                ", duplicates %" PRIu64 ", out of sequence %" PRIu64 ", rnr naks sent %" PRIu64,
-                c.tx_packets, c.rx_packets, c.retransmits, c.timeouts, c.duplicates, c.out_of_sequence,
-                c.rnr_naks_sent);
-  return b;
+  return engine_port::counters_text(*qp_);
 }
 
 }  // namespace ndnic::rc_pingpong
