@@ -455,7 +455,6 @@ CmConnId CmAgent::connect(const CmConnectParams& p, CmCallback cb) {
   c.initiator_depth = p.initiator_depth;
   c.ack_timeout = cfg_.ack_timeout;
   c.retry_count = cfg_.retry_count;
-  c.advertised_rnr_retry = cfg_.rnr_retry_count;
   c.defer_rtu = p.defer_rtu;
   // Linux ib_send_cm_req: two packet lifetimes plus the peer's response time, per try.
   arm_timer(c, 2 * cm_mads::to_ms(cfg_.packet_life_time) + cm_mads::to_ms(cfg_.cm_response_timeout),
@@ -495,7 +494,7 @@ bool CmAgent::accept(CmConnId id, const CmAcceptParams& p, CmCallback cb) {
   }
   arm_timer(*c, cm_mads::to_ms(c->peer_cm_response_timeout), c->peer_max_cm_retries);
   c->state = CmState::kRepSent;
-  transmit(*c, cm_mads::rep(*c, ca_guid_, p.private_data));
+  transmit(*c, cm_mads::rep(*c, cfg_, ca_guid_, p.private_data));
   wake();
   return true;
 }

@@ -34,7 +34,6 @@ struct CmConn {
   /// RNR retries of our QP: the count the peer's REQ or REP asked for (as Linux's CM:
   /// the receiver knows how soon it posts receives, so each side tells the other).
   uint8_t rnr_retry_count = 7;
-  uint8_t advertised_rnr_retry = 7;   ///< what our REQ or REP asks of the peer (CmConfig)
   bool defer_rtu = false;
   std::vector<uint8_t> peer_data;     ///< the REP's private data, or the REQ's user part
 
@@ -80,7 +79,8 @@ wire::cm::Gid v4_gid(uint32_t ipv4);
 
 wire::cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t ca_guid,
                     std::span<const uint8_t> user_data);
-wire::cm::CmMad rep(const CmConn& c, uint64_t ca_guid, std::span<const uint8_t> user_data);
+wire::cm::CmMad rep(const CmConn& c, const CmConfig& cfg, uint64_t ca_guid,
+                    std::span<const uint8_t> user_data);
 wire::cm::CmMad rtu(const CmConn& c);
 /// A REJ; ari_guid != 0 adds it as Additional Rejection Information (a REJ "timeout" names
 /// the rejecting CA that way).

@@ -183,7 +183,6 @@ void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
   c.ack_timeout = m.primary.local_ack_timeout;
   c.retry_count = m.retry_count;
   c.rnr_retry_count = m.rnr_retry_count;
-  c.advertised_rnr_retry = cfg_.rnr_retry_count;
   c.listen_port = port;
   c.peer_cm_response_timeout = m.local_cm_response_timeout;
   c.peer_max_cm_retries = m.max_cm_retries;

@@ -66,7 +66,7 @@ cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<con
   r.retry_count = c.retry_count;
   r.pkey = kDefaultPkey;
   r.path_mtu = mtu_code(c.mtu);
-  r.rnr_retry_count = c.advertised_rnr_retry;
+  r.rnr_retry_count = cfg.rnr_retry_count;  // what we ask of the peer's QP
   r.max_cm_retries = cfg.max_cm_retries;
   r.primary.local_lid = r.primary.remote_lid = kPermissiveLid;
   r.primary.local_gid = v4_gid(c.local_ipv4);
@@ -80,7 +80,7 @@ cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<con
   return mad(c.tid, r);
 }
 
-cm::CmMad rep(const CmConn& c, uint64_t guid, std::span<const uint8_t> user_data) {
+cm::CmMad rep(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<const uint8_t> user_data) {
   cm::CmRep r;
   r.local_comm_id = c.local_id;
   r.remote_comm_id = c.remote_id;
@@ -89,7 +89,7 @@ cm::CmMad rep(const CmConn& c, uint64_t guid, std::span<const uint8_t> user_data
   r.responder_resources = c.responder_resources;
   r.initiator_depth = c.initiator_depth;
   r.target_ack_delay = kTargetAckDelay;
-  r.rnr_retry_count = c.advertised_rnr_retry;
+  r.rnr_retry_count = cfg.rnr_retry_count;  // what we ask of the peer's QP
   r.local_ca_guid = guid;
   copy_data(&r.private_data, 0, user_data);
   return mad(c.tid, r);
