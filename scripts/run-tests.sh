@@ -37,18 +37,12 @@ fi
 
 python3 - "${logs[@]}" <<'PY'
 import json, os, sys
-res = []
+records = []
 for path in sys.argv[1:]:
     if os.path.exists(path):
-        res += [json.loads(l)["result"] for l in open(path) if l.strip()]
-failed = []
-for path in sys.argv[1:]:
-    if os.path.exists(path):
-        for l in open(path):
-            if l.strip():
-                d = json.loads(l)
-                if d["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"):
-                    failed.append(d)
+        records += [json.loads(l) for l in open(path) if l.strip()]
+res = [d["result"] for d in records]
+failed = [d for d in records if d["result"] not in ("OK", "EXPECTEDFAIL", "SKIP")]
 # CI shows only the end of its log: the failures' names and last lines go last.
 for d in failed:
     print(f"== FAILED: {d['name']} ({d['result']}, {d.get('duration', 0):.1f} s); its last lines:")
