@@ -46,7 +46,7 @@ failed = [d for d in records if d["result"] not in ("OK", "EXPECTEDFAIL", "SKIP"
 # CI shows only the end of its log: the failures' names and last lines go last.
 for d in failed:
     print(f"== FAILED: {d['name']} ({d['result']}, {d.get('duration', 0):.1f} s); its last lines:")
-    out = ((d.get("stdout") or "") + (d.get("stderr") or "")).splitlines()
+    out = (d.get("stdout") or "").splitlines() + (d.get("stderr") or "").splitlines()
     for line in out[-30:]:
         print("   " + line)
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
