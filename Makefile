@@ -26,12 +26,10 @@ build: setup
 test: build hugepages
 	@scripts/run-tests.sh $(BUILD) $(MESON_TEST_ARGS)
 
-# The mission narrated, then a short ndperf sweep through the ND API with its plot.
+# The mission narrated, then a short ndperf sweep through the ND API with its plot, then a
+# summary (scripts/demo.sh); EAL's informational lines are shown only when a step failed.
 demo: build hugepages
-	$(BUILD)/tools/nd_demo/nd_demo
-	$(BUILD)/tools/ndperf/ndperf -- -T send_bw,write_bw,read_bw,send_lat,write_lat,read_lat -a -n 50 \
-	  --plot $(BUILD)/demo-sweep.png
-	@echo "ndperf's plot: $(abspath $(BUILD))/demo-sweep.png
+	@scripts/demo.sh $(BUILD)
 
 bench: build hugepages
 	@scripts/bench.sh $(BUILD)
