@@ -39,8 +39,10 @@ bench: build hugepages
 interop: build
 	@NDNIC_INTEROP_LOGS=$(abspath $(BUILD))/interop-logs tests/interop/rxe_interop.sh $(BUILD)
 
-# The two-node demo of docker/compose.yaml in real containers with podman (as root): installs
-# podman, builds the images (cached), runs and checks the demo, removes what it set up.
+# The two-node demo of docker/compose.yaml in real containers (as root): with the Docker engine
+# (docker.io and docker-compose, installed and started if need be), or podman where Docker cannot
+# run; ENGINE=docker|podman chooses. Builds the images (cached), runs and checks the demo, removes
+# what it set up and puts back what the engine changed on the host.
 container-demo:
 	@scripts/container-demo.sh
 

@@ -49,6 +49,11 @@ for d in failed:
     out = (d.get("stdout") or "").splitlines() + (d.get("stderr") or "").splitlines()
     for line in out[-30:]:
         print("   " + line)
+# A skipped test says why in its banner; a skip must be as visible as a failure.
+for d in records:
+    if d["result"] == "SKIP":
+        why = [l for l in (d.get("stdout") or "").splitlines() if "SKIPPED" in l]
+        print(f"== SKIPPED: {d['name']}" + (": " + why[-1].strip("# ") if why else ""))
 ok = sum(r in ("OK", "EXPECTEDFAIL") for r in res)
 skip = sum(r == "SKIP" for r in res)
 print(f"tests: {ok} passed, {len(res) - ok - skip} failed" + (f", {skip} skipped" if skip else "")
