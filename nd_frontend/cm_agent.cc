@@ -4,9 +4,11 @@
 
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <random>
 
@@ -32,6 +34,23 @@ constexpr uint8_t kDreqRetriesAfterFailure = 2;
 constexpr uint16_t kEphemeralFirst = 32768;
 constexpr uint16_t kEphemeralLast = 60999;
 constexpr unsigned kPollBurst = 32;
+
+/// Comm IDs, TIDs and starting PSNs are what a host off the path would have to guess to forge
+/// a MAD or a packet of a connection: from the kernel's CSPRNG (getrandom blocks only until
+/// it is seeded, early at boot), never from a generator seeded by the clock.
+uint32_t secure_random32() {
+  uint32_t v = 0;
+  auto* p = reinterpret_cast<uint8_t*>(&v);
+  for (size_t got = 0; got < sizeof v;) {
+    const ssize_t n = getrandom(p + got, sizeof v - got, 0);
+    if (n > 0) {
+      got += size_t(n);
+    } else if (n < 0 && errno != EINTR) {
+      return std::random_device{}();  // no getrandom(2): libstdc++ reads the kernel's pool
+    }
+  }
+  return v;
+}
 
 }  // namespace
 
@@ -70,7 +89,6 @@ const char* cm_event_name(CmEventKind k) {
 CmAgent::CmAgent(nic::Device& dev, const glue::Port& port, CmConfig config)
     : dev_(dev), ipv4_(port.ipv4()), ca_guid_(cm_mads::ca_guid(port.mac().addr_bytes)),
       cfg_(std::move(config)) {
-  rng_state_ = std::random_device{}() ^ uint64_t(Clock::now().time_since_epoch().count());
   if (cm_mads::mtu_code(cfg_.path_mtu) == 0) cfg_.path_mtu = 1024;
 }
 
@@ -135,6 +153,11 @@ void CmAgent::stop() {
   free_send_.clear();
   conns_.clear();
   by_remote_.clear();
+  timers_.clear();
+  timewait_.clear();
+  finished_.clear();
+  watched_.clear();
+  for (auto& [port, l] : listeners_) l.queue.clear();
   pending_.clear();
   requests_cv_.notify_all();
 }
@@ -274,78 +297,123 @@ void CmAgent::send_raw(uint32_t dest_ipv4, const uint8_t* mad, CmConnId owner) {
 
 // ---- timers --------------------------------------------------------------------------------
 
+void CmAgent::set_deadline(CmConn& c, Clock::time_point t) {
+  if (c.timer_armed) timers_.erase(c.timer);
+  c.deadline = t;
+  c.timer_armed = t != Clock::time_point::max();
+  if (c.timer_armed) c.timer = timers_.emplace(t, c.local_id);
+}
+
 void CmAgent::arm_timer(CmConn& c, uint32_t timeout_ms, uint8_t retries) {
   c.timeout_ms = timeout_ms;
   c.max_retries = c.retries_left = retries;
-  c.deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  set_deadline(c, Clock::now() + std::chrono::milliseconds(timeout_ms));
 }
 
 Clock::time_point CmAgent::next_deadline() const {
-  auto next = Clock::time_point::max();
-  for (const auto& [id, c] : conns_) next = std::min(next, c->deadline);
-  return next;
+  return timers_.empty() ? Clock::time_point::max() : timers_.begin()->first;
 }
 
 void CmAgent::fire_timers(Clock::time_point now) {
-  for (auto& [id, cp] : conns_) {
-    CmConn& c = *cp;
-    if (c.deadline > now) continue;
-    c.deadline = Clock::time_point::max();
-    const bool waiting = c.state == CmState::kReqSent || c.state == CmState::kMraReqRcvd ||
-                         c.state == CmState::kRepSent || c.state == CmState::kMraRepRcvd ||
-                         c.state == CmState::kDreqSent;
-    if (waiting && c.retries_left > 0) {
-      c.retries_left--;
-      counters_.retransmits++;
-      send_raw(c.peer_ipv4, c.sent.data(), c.local_id);
-      c.deadline = now + std::chrono::milliseconds(c.timeout_ms);
-      continue;
+  // Only the timers that are due: a wake-up costs what it handles, not every connection kept.
+  std::vector<CmConnId> due;
+  for (auto it = timers_.begin(); it != timers_.end() && it->first <= now; it = timers_.erase(it)) {
+    if (CmConn* c = find(it->second)) {
+      c->timer_armed = false;
+      c->deadline = Clock::time_point::max();
     }
-    switch (c.state) {
-      case CmState::kReqSent:
-      case CmState::kMraReqRcvd:
-        // Linux ib_cm gives up silently (IB_CM_REQ_ERROR; rdma_cm: UNREACHABLE, -ETIMEDOUT).
-        fail(c, CmEventKind::kTimeout);
-        break;
-      case CmState::kRepSent:
-      case CmState::kMraRepRcvd:
-        qp_to_error(c);
-        fail(c, CmEventKind::kTimeout);
-        break;
-      case CmState::kDreqSent:
-        // A peer that vanished: we are disconnected all the same.
-        enter_timewait(c);
-        event(c, CmEventKind::kDisconnectDone);
-        break;
-      case CmState::kTimewait:
-        c.state = CmState::kIdle;
-        break;
-      default:
-        break;
-    }
+    due.push_back(it->second);
   }
-  // Forget finished connections.
-  for (auto it = conns_.begin(); it != conns_.end();) {
-    if (it->second->state != CmState::kIdle) {
-      ++it;
-      continue;
-    }
-    const CmConn& c = *it->second;
-    auto r = by_remote_.find({c.peer_ipv4, c.remote_id});
-    if (r != by_remote_.end() && r->second == c.local_id) by_remote_.erase(r);
-    it = conns_.erase(it);
+  for (CmConnId id : due)
+    if (CmConn* c = find(id)) on_timer(*c, now);
+  reap();
+}
+
+void CmAgent::on_timer(CmConn& c, Clock::time_point now) {
+  const bool waiting = c.state == CmState::kReqSent || c.state == CmState::kMraReqRcvd ||
+                       c.state == CmState::kRepSent || c.state == CmState::kMraRepRcvd ||
+                       c.state == CmState::kDreqSent;
+  if (waiting && c.retries_left > 0) {
+    c.retries_left--;
+    counters_.retransmits++;
+    send_raw(c.peer_ipv4, c.sent.data(), c.local_id);
+    set_deadline(c, now + std::chrono::milliseconds(c.timeout_ms));
+    return;
+  }
+  switch (c.state) {
+    case CmState::kReqSent:
+    case CmState::kMraReqRcvd:
+      // Linux ib_cm gives up silently (IB_CM_REQ_ERROR; rdma_cm: UNREACHABLE, -ETIMEDOUT).
+      fail(c, CmEventKind::kTimeout);
+      break;
+    case CmState::kRepSent:
+    case CmState::kMraRepRcvd:
+      qp_to_error(c);
+      fail(c, CmEventKind::kTimeout);
+      break;
+    case CmState::kReqRcvd:
+      // Nobody answered the request: its sender hears a REJ "timeout" naming our CA (as a side
+      // that gives up tells its peer) rather than silence until its own tries run out, and the
+      // request stops holding a place in the backlog.
+      counters_.requests_expired++;
+      reject_conn(c, cm::kRejTimeout, {}, ca_guid_);
+      break;
+    case CmState::kDreqSent:
+      // A peer that vanished: we are disconnected all the same.
+      enter_timewait(c);
+      event(c, CmEventKind::kDisconnectDone);
+      break;
+    case CmState::kTimewait:
+      finish(c);
+      break;
+    default:
+      break;
   }
 }
+
+void CmAgent::finish(CmConn& c) {
+  c.state = CmState::kIdle;
+  set_deadline(c, Clock::time_point::max());
+  unqueue(c);
+  leave_timewait(c);
+  finished_.push_back(c.local_id);
+}
+
+void CmAgent::reap() {
+  for (CmConnId id : finished_)
+    if (const CmConn* c = find(id); c && c->state == CmState::kIdle) forget(id);
+  finished_.clear();
+}
+
+void CmAgent::forget(CmConnId id) {
+  auto it = conns_.find(id);
+  if (it == conns_.end()) return;
+  CmConn& c = *it->second;
+  set_deadline(c, Clock::time_point::max());
+  unqueue(c);
+  leave_timewait(c);
+  auto r = by_remote_.find({c.peer_ipv4, c.remote_id});
+  if (r != by_remote_.end() && r->second == c.local_id) by_remote_.erase(r);
+  conns_.erase(it);
+}
+
+void CmAgent::unqueue(CmConn& c) {
+  if (!c.queued) return;
+  if (auto l = listeners_.find(c.listen_port); l != listeners_.end()) l->second.queue.erase(c.queue_pos);
+  c.queued = false;
+}
+
+void CmAgent::leave_timewait(CmConn& c) {
+  if (!c.in_timewait_list) return;
+  timewait_.erase(c.timewait_pos);
+  c.in_timewait_list = false;
+}
+
+void CmAgent::watch(CmConn& c) { watched_.insert(c.local_id); }
 
 // ---- helpers -------------------------------------------------------------------------------
 
-uint32_t CmAgent::random32() {
-  // splitmix64: IDs and PSNs only need to differ between connections and runs.
-  uint64_t z = (rng_state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return uint32_t(z ^ (z >> 31));
-}
+uint32_t CmAgent::random32() { return secure_random32(); }
 
 CmConnId CmAgent::new_id() {
   for (;;) {
@@ -384,17 +452,18 @@ void CmAgent::event(CmConn& c, CmEventKind kind, uint16_t reason, std::vector<ui
 
 void CmAgent::fail(CmConn& c, CmEventKind kind, uint16_t reason, std::vector<uint8_t> data) {
   event(c, kind, reason, std::move(data));
-  c.state = CmState::kIdle;
-  c.deadline = Clock::time_point::max();
+  finish(c);
 }
 
 // ---- application API -------------------------------------------------------------------
 
-uint16_t CmAgent::listen(uint16_t port, std::function<void(uint16_t)> on_request) {
+uint16_t CmAgent::listen(uint16_t port, std::function<void(uint16_t)> on_request, size_t backlog) {
   std::lock_guard lk(mu_);
   if (port == 0) port = pick_port(true);
   if (listeners_.count(port)) return 0;
-  listeners_[port].on_request = std::move(on_request);
+  Listener& l = listeners_[port];
+  l.on_request = std::move(on_request);
+  l.backlog = backlog;
   return port;
 }
 
@@ -402,8 +471,13 @@ void CmAgent::unlisten(uint16_t port) {
   std::lock_guard lk(mu_);
   auto it = listeners_.find(port);
   if (it == listeners_.end()) return;
-  for (CmConnId id : it->second.queue)
-    if (CmConn* c = find(id); c && c->state == CmState::kReqRcvd) reject_conn(*c, cm::kRejConsumerDefined, {});
+  const std::list<CmConnId> queued = it->second.queue;
+  for (CmConnId id : queued) {
+    CmConn* c = find(id);
+    if (!c) continue;
+    unqueue(*c);
+    if (c->state == CmState::kReqRcvd) reject_conn(*c, cm::kRejConsumerDefined, {});
+  }
   listeners_.erase(it);
   requests_cv_.notify_all();
   wake();
@@ -416,9 +490,13 @@ bool CmAgent::get_request(uint16_t port, CmRequest* out, int timeout_ms) {
     auto it = listeners_.find(port);
     if (it == listeners_.end()) return false;
     while (!it->second.queue.empty()) {
-      const CmConnId id = it->second.queue.front();
-      it->second.queue.pop_front();
-      if (CmConn* c = find(id); c && c->state == CmState::kReqRcvd) {
+      CmConn* c = find(it->second.queue.front());
+      if (!c) {
+        it->second.queue.pop_front();
+        continue;
+      }
+      unqueue(*c);  // taken: no longer counts against the backlog
+      if (c->state == CmState::kReqRcvd) {
         *out = c->request;
         return true;
       }
@@ -442,6 +520,7 @@ CmConnId CmAgent::connect(const CmConnectParams& p, CmCallback cb) {
   c.local_id = new_id();
   c.active = true;
   c.qp = p.qp;
+  c.local_qpn = p.qp->qpn();
   c.cb = std::move(cb);
   c.tid = uint64_t(random32()) << 32 | c.local_id;
   c.local_ipv4 = ipv4_;
@@ -481,7 +560,9 @@ bool CmAgent::accept(CmConnId id, const CmAcceptParams& p, CmCallback cb) {
   std::lock_guard lk(mu_);
   CmConn* c = find(id);
   if (!c || c->active || c->state != CmState::kReqRcvd) return false;
+  unqueue(*c);
   c->qp = p.qp;
+  c->local_qpn = p.qp->qpn();
   c->cb = std::move(cb);
   c->responder_resources = std::min(p.responder_resources, c->request.initiator_depth);
   c->initiator_depth = std::min(p.initiator_depth, c->request.responder_resources);
@@ -515,8 +596,13 @@ bool CmAgent::reject(CmConnId id, std::span<const uint8_t> private_data) {
 
 bool CmAgent::watch_transport() {
   bool any = false;
-  for (auto& [id, c] : conns_) {
-    if (c->state != CmState::kEstablished || !c->qp) continue;
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    CmConn* c = find(*it);
+    if (!c || c->state != CmState::kEstablished || !c->qp) {
+      it = watched_.erase(it);
+      continue;
+    }
+    ++it;
     any = true;
     if (c->qp->state() != nic::QpState::kError) continue;
     // The RC transport gave up on the peer (retries spent, a fatal NAK, a local Flush): the
@@ -606,6 +692,17 @@ bool CmAgent::peer_private_data(CmConnId id, std::vector<uint8_t>* out) const {
 CmAgent::Counters CmAgent::counters() const {
   std::lock_guard lk(mu_);
   return counters_;
+}
+
+size_t CmAgent::connection_count() const {
+  std::lock_guard lk(mu_);
+  return conns_.size();
+}
+
+size_t CmAgent::pending_requests(uint16_t port) const {
+  std::lock_guard lk(mu_);
+  auto it = listeners_.find(port);
+  return it == listeners_.end() ? 0 : it->second.queue.size();
 }
 
 }  // namespace ndnic::nd

@@ -12,11 +12,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -33,6 +34,8 @@ namespace ndnic::nd {
 
 /// Our local communication ID: the handle of one connection, active or passive.
 using CmConnId = uint32_t;
+/// The agent's timers: each connection with a deadline, in deadline order.
+using CmTimers = std::multimap<std::chrono::steady_clock::time_point, CmConnId>;
 
 /// User private data each message can carry: the REQ loses rdma_cm's header to it.
 constexpr size_t kCmConnectDataLen = wire::cm::kReqPrivateDataLen - wire::cm::kCmaHdrLen;  // 56
@@ -67,6 +70,13 @@ struct CmConfig {
   uint8_t hop_limit = 64;
   uint32_t recv_depth = 64;          ///< MAD receives kept posted on QP1
   uint32_t send_depth = 64;          ///< MADs in flight on QP1
+  /// Connection records (TIMEWAIT ones included) past which a REQ is dropped unanswered, so
+  /// that a REQ flood cannot grow the agent's state without bound. At the cap the oldest
+  /// TIMEWAIT record makes room first. connect() is not held to it: the application's own.
+  uint32_t max_connections = 4096;
+  /// A request nobody accepts or rejects is refused (REJ "timeout") after the REQ's sender would
+  /// have given up on it, but never later than this.
+  uint32_t max_request_wait_ms = 60000;
   /// Test hook: a MAD for which this returns true is not sent (counted as dropped). Runs under
   /// the agent's lock: it must not call the agent.
   std::function<bool(const wire::cm::CmMad&)> drop_tx;
@@ -144,12 +154,17 @@ class CmAgent {
   const std::string& error() const { return error_; }
 
   /// Listens on an RDMA_PS_TCP port; 0 picks a free one. Returns the port, 0 if taken.
-  /// on_request (optional) runs on the agent thread each time a request is queued.
-  uint16_t listen(uint16_t port, std::function<void(uint16_t port)> on_request = {});
+  /// on_request (optional) runs on the agent thread each time a request is queued. backlog:
+  /// requests queued and not yet taken by get_request() beyond which a REQ is dropped
+  /// unanswered (as Linux rdma_cm does, so that its sender's retry may still get in); 0: no
+  /// limit but the agent's max_connections (ND v1 Listen).
+  uint16_t listen(uint16_t port, std::function<void(uint16_t port)> on_request = {}, size_t backlog = 0);
   /// Stops listening; requests still queued are rejected (consumer reject, no data).
   void unlisten(uint16_t port);
   /// Takes the oldest request queued on `port`, waiting up to timeout_ms (0: do not wait).
   bool get_request(uint16_t port, CmRequest* out, int timeout_ms);
+  /// Requests queued on `port` and not yet taken (what its backlog counts).
+  size_t pending_requests(uint16_t port) const;
 
   /// Sends a REQ. Returns the connection's ID, 0 when refused locally (bad QP or arguments).
   CmConnId connect(const CmConnectParams& p, CmCallback cb);
@@ -182,22 +197,30 @@ class CmAgent {
     uint64_t retransmits = 0;      ///< REQ / REP / DREQ sent again on timeout
     uint64_t duplicates = 0;       ///< duplicate REQ / REP / DREQ answered again
     uint64_t dropped_tx = 0;       ///< no free send slot, or the drop_tx hook
-    uint64_t bad_mads = 0;         ///< receives that did not decode, or for no connection
+    /// Receives that did not decode, or for no connection of ours: unknown comm IDs, or not
+    /// from the connection's peer with its comm ID (and, for a DREQ, our QPN).
+    uint64_t bad_mads = 0;
     uint64_t rejects_sent = 0;
+    uint64_t requests_dropped = 0;  ///< REQs not queued: the backlog or max_connections was full
+    uint64_t requests_expired = 0;  ///< requests never answered by the application, refused
   };
   Counters counters() const;
+  /// Connection records the agent keeps, TIMEWAIT ones included.
+  size_t connection_count() const;
 
  private:
   using Clock = std::chrono::steady_clock;
   struct Listener {
     std::function<void(uint16_t)> on_request;
-    std::deque<CmConnId> queue;
+    std::list<CmConnId> queue;  ///< requests not yet taken, oldest first (CmConn::queue_pos)
+    size_t backlog = 0;         ///< 0: no limit but max_connections
   };
 
   void run();
   unsigned drain_recv();
   unsigned drain_send();
   void fire_timers(Clock::time_point now);
+  void on_timer(CmConn& c, Clock::time_point now);
   /// Turns an established connection whose QP the transport moved to ERROR into a disconnect;
   /// true while any connection is established (the loop then wakes to look again).
   bool watch_transport();
@@ -212,18 +235,34 @@ class CmAgent {
   void handle(uint32_t src_ipv4, const wire::cm::CmMad& mad);
   void on_req(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmReq& m);
   void on_rep(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmRep& m);
-  void on_rtu(const wire::cm::CmRtu& m);
+  void on_rtu(uint32_t src, const wire::cm::CmRtu& m);
   void on_rej(uint32_t src, const wire::cm::CmRej& m);
-  void on_mra(const wire::cm::CmMra& m);
+  void on_mra(uint32_t src, const wire::cm::CmMra& m);
   void on_dreq(uint32_t src, const wire::cm::MadHeader& h, const wire::cm::CmDreq& m);
-  void on_drep(const wire::cm::CmDrep& m);
+  void on_drep(uint32_t src, const wire::cm::CmDrep& m);
   void on_send_error(CmConnId owner);
+  /// The connection a MAD names (its remote comm ID), if it came from that connection's peer
+  /// with the peer's comm ID (`local_comm_id`, 0 while the peer's is not known yet).
+  CmConn* match(uint32_t src, uint32_t remote_comm_id, uint32_t local_comm_id);
+  CmConn* rej_target(uint32_t src, const wire::cm::CmRej& m);
+  CmConn* withdrawn_request(uint32_t src, const wire::cm::CmRej& m);
+  /// Whether a new request may be queued on `l`: room in its backlog and in max_connections.
+  bool admit_request(const Listener& l);
+  void queue_request(CmConn& c);
+  Clock::time_point request_deadline(const wire::cm::CmReq& m) const;
 
   // Connection steps (caller holds mu_).
   CmConn* find(CmConnId id);
   const CmConn* find(CmConnId id) const;
   CmConnId new_id();
   void arm_timer(CmConn& c, uint32_t timeout_ms, uint8_t retries);
+  void set_deadline(CmConn& c, Clock::time_point t);
+  void unqueue(CmConn& c);       ///< out of its listener's queue, if there
+  void leave_timewait(CmConn& c);
+  void finish(CmConn& c);        ///< IDLE: forgotten at the end of this round of timers
+  void reap();
+  void forget(CmConnId id);
+  void watch(CmConn& c);         ///< an established connection: its QP is looked at
   void transmit(CmConn& c, const wire::cm::CmMad& mad);  ///< sends, keeps for retransmission
   void reply(CmConn& c, const wire::cm::CmMad& mad);     ///< sends, keeps for duplicates
   void enter_timewait(CmConn& c);
@@ -235,7 +274,7 @@ class CmAgent {
   void establish_active(CmConn& c);
   void reject_req(uint32_t dest, const wire::cm::MadHeader& h, const wire::cm::CmReq& m,
                   uint16_t reason);
-  void reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data);
+  void reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data, uint64_t ari_guid = 0);
   uint16_t pick_port(bool listening);
   uint32_t random32();
 
@@ -252,7 +291,10 @@ class CmAgent {
   std::map<uint16_t, Listener> listeners_;
   std::vector<std::function<void()>> pending_;  ///< callbacks to run unlocked
   Counters counters_;
-  uint64_t rng_state_ = 0;
+  CmTimers timers_;
+  std::list<CmConnId> timewait_;     ///< TIMEWAIT connections, oldest first: evicted at the cap
+  std::vector<CmConnId> finished_;   ///< went IDLE: forgotten by reap()
+  std::set<CmConnId> watched_;       ///< established with a QP (some may have moved on since)
 
   // QP1 and its buffers: recv_depth receive slots, then send_depth send slots, of a MAD each.
   uint32_t pd_ = 0;

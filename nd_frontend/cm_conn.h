@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <vector>
 
 #include "nd_frontend/cm_agent.h"
@@ -23,6 +24,7 @@ struct CmConn {
   uint32_t local_ipv4 = 0, peer_ipv4 = 0;
   uint16_t local_port = 0, peer_port = 0;  ///< rdma_cm ports (service ID port on the passive side)
   uint32_t peer_qpn = 0;
+  uint32_t local_qpn = 0;             ///< our QP's, kept after detach(): a DREQ must name it
   uint32_t rq_psn = 0;                ///< first PSN we expect (our REQ's / REP's starting PSN)
   uint32_t sq_psn = 0;                ///< first PSN we send (the peer's starting PSN)
   uint32_t mtu = 1024;
@@ -42,6 +44,11 @@ struct CmConn {
   uint16_t listen_port = 0;
   uint8_t peer_cm_response_timeout = 0;  ///< the REQ's local CM response timeout
   uint8_t peer_max_cm_retries = 0;
+  uint64_t peer_ca_guid = 0;          ///< the REQ's: a REJ withdrawing it names that CA
+  bool queued = false;                ///< in its listener's queue (not yet taken by get_request)
+  std::list<CmConnId>::iterator queue_pos;
+  bool in_timewait_list = false;      ///< in the agent's TIMEWAIT list (the eviction order)
+  std::list<CmConnId>::iterator timewait_pos;
 
   /// Retransmission: `sent` goes again at `deadline` while retries_left lasts.
   std::array<uint8_t, wire::cm::kMadLen> sent{};
@@ -50,7 +57,10 @@ struct CmConn {
   uint32_t timeout_ms = 0;            ///< per try: the REQ's (active), the REP's (passive); DREQ reuses it
   uint8_t max_retries = 0;
   uint8_t retries_left = 0;
+  /// Set through CmAgent::set_deadline only: it keeps the agent's deadline-ordered timers.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  bool timer_armed = false;
+  CmTimers::iterator timer;
 };
 
 namespace cm_mads {

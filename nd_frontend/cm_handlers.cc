@@ -5,12 +5,18 @@
 
 #include "nd_frontend/cm_agent.h"
 #include "nd_frontend/cm_conn.h"
+#include "wire/headers.h"
 
 namespace ndnic::nd {
 namespace cm = wire::cm;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+/// TIMEWAIT answers the peer's retransmissions for an ACK timeout and one retry period, both
+/// from the peer's REQ on the passive side: bounded, so that REQ fields cannot keep a record
+/// for hours (2^31 * 4 us).
+constexpr uint32_t kMaxTimewaitMs = 20000;
 
 template <size_t N>
 std::vector<uint8_t> bytes_of(const std::array<uint8_t, N>& a, size_t from = 0) {
@@ -23,11 +29,22 @@ void CmAgent::handle(uint32_t src, const cm::CmMad& mad) {
   const cm::CmMessage& m = mad.msg;
   if (auto* req = std::get_if<cm::CmReq>(&m)) on_req(src, mad.hdr, *req);
   else if (auto* rep = std::get_if<cm::CmRep>(&m)) on_rep(src, mad.hdr, *rep);
-  else if (auto* rtu = std::get_if<cm::CmRtu>(&m)) on_rtu(*rtu);
+  else if (auto* rtu = std::get_if<cm::CmRtu>(&m)) on_rtu(src, *rtu);
   else if (auto* rej = std::get_if<cm::CmRej>(&m)) on_rej(src, *rej);
-  else if (auto* mra = std::get_if<cm::CmMra>(&m)) on_mra(*mra);
+  else if (auto* mra = std::get_if<cm::CmMra>(&m)) on_mra(src, *mra);
   else if (auto* dreq = std::get_if<cm::CmDreq>(&m)) on_dreq(src, mad.hdr, *dreq);
-  else if (auto* drep = std::get_if<cm::CmDrep>(&m)) on_drep(*drep);
+  else if (auto* drep = std::get_if<cm::CmDrep>(&m)) on_drep(src, *drep);
+}
+
+CmConn* CmAgent::match(uint32_t src, uint32_t remote_comm_id, uint32_t local_comm_id) {
+  // A comm ID alone is no proof: any host that saw one MAD knows it. The peer's address and
+  // the peer's own comm ID must agree too.
+  CmConn* c = find(remote_comm_id);
+  if (!c || c->peer_ipv4 != src || c->remote_id != local_comm_id) {
+    counters_.bad_mads++;
+    return nullptr;
+  }
+  return c;
 }
 
 // ---- sending -------------------------------------------------------------------------------
@@ -49,21 +66,28 @@ void CmAgent::reject_req(uint32_t dest, const cm::MadHeader& h, const cm::CmReq&
   send(dest, cm_mads::rej(h.tid, 0, m.local_comm_id, cm::kMsgReq, reason), 0);
 }
 
-void CmAgent::reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data) {
+void CmAgent::reject_conn(CmConn& c, uint16_t reason, std::span<const uint8_t> data, uint64_t ari_guid) {
   counters_.rejects_sent++;
   // The passive side refuses the REQ; the active side can only be refusing the REP.
-  reply(c, cm_mads::rej(c.tid, c.local_id, c.remote_id, c.active ? cm::kMsgRep : cm::kMsgReq, reason, data));
+  reply(c, cm_mads::rej(c.tid, c.local_id, c.remote_id, c.active ? cm::kMsgRep : cm::kMsgReq, reason, data,
+                        ari_guid));
   // Kept a while so that a retransmitted REQ (our REJ lost) gets the same answer, not a
   // second request for the application.
   enter_timewait(c);
 }
 
 void CmAgent::enter_timewait(CmConn& c) {
+  unqueue(c);
   c.state = CmState::kTimewait;
   c.retries_left = 0;
+  if (!c.in_timewait_list) {
+    c.timewait_pos = timewait_.insert(timewait_.end(), c.local_id);
+    c.in_timewait_list = true;
+  }
   // Linux waits one ACK timeout; we add one retransmission period so that the peer's last
   // retransmission still finds us.
-  c.deadline = Clock::now() + std::chrono::milliseconds(cm_mads::to_ms(c.ack_timeout) + c.timeout_ms);
+  const uint32_t ms = std::min(cm_mads::to_ms(c.ack_timeout) + c.timeout_ms, kMaxTimewaitMs);
+  set_deadline(c, Clock::now() + std::chrono::milliseconds(ms));
 }
 
 // ---- the application's QP ----------------------------------------------------------------
@@ -114,6 +138,7 @@ void CmAgent::establish_active(CmConn& c) {
     return;
   }
   c.state = CmState::kEstablished;
+  watch(c);
   reply(c, cm_mads::rtu(c));
   event(c, CmEventKind::kEstablished, 0, c.peer_data);
 }
@@ -165,6 +190,13 @@ void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
     reject_req(src, h, m, cm::kRejInvalidMtu);
     return;
   }
+  if (!admit_request(listeners_[port])) {
+    // As Linux rdma_cm with its listener's backlog full (ucma's -ENOMEM, cm_destroy_id: "do
+    // not reject to allow future retries"): no answer, no state. The sender's next try may
+    // find room; a flood gets nothing back.
+    counters_.requests_dropped++;
+    return;
+  }
   auto conn = std::make_unique<CmConn>();
   CmConn& c = *conn;
   c.local_id = new_id();
@@ -186,6 +218,7 @@ void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
   c.listen_port = port;
   c.peer_cm_response_timeout = m.local_cm_response_timeout;
   c.peer_max_cm_retries = m.max_cm_retries;
+  c.peer_ca_guid = m.local_ca_guid;
   c.peer_data = bytes_of(m.private_data, cm::kCmaHdrLen);
   CmRequest& r = c.request;
   r.conn = c.local_id;
@@ -200,22 +233,46 @@ void CmAgent::on_req(uint32_t src, const cm::MadHeader& h, const cm::CmReq& m) {
   r.path_mtu = c.mtu;
   r.private_data = c.peer_data;
   by_remote_[{src, m.local_comm_id}] = c.local_id;
-  Listener& l = listeners_[port];
-  l.queue.push_back(c.local_id);
-  if (l.on_request) pending_.push_back([f = l.on_request, port] { f(port); });
   conns_[c.local_id] = std::move(conn);
+  set_deadline(c, request_deadline(m));
+  queue_request(c);
+}
+
+bool CmAgent::admit_request(const Listener& l) {
+  if (l.backlog != 0 && l.queue.size() >= l.backlog) return false;
+  if (conns_.size() < cfg_.max_connections) return true;
+  reap();
+  if (conns_.size() < cfg_.max_connections) return true;
+  // Full: the record kept longest only to answer retransmissions makes room.
+  if (timewait_.empty()) return false;
+  forget(timewait_.front());
+  return true;
+}
+
+void CmAgent::queue_request(CmConn& c) {
+  Listener& l = listeners_[c.listen_port];
+  c.queue_pos = l.queue.insert(l.queue.end(), c.local_id);
+  c.queued = true;
+  if (l.on_request) pending_.push_back([f = l.on_request, port = c.listen_port] { f(port); });
   requests_cv_.notify_all();
 }
 
-void CmAgent::on_rtu(const cm::CmRtu& m) {
-  CmConn* c = find(m.remote_comm_id);
-  if (!c || c->remote_id != m.local_comm_id) {
-    counters_.bad_mads++;
-    return;
-  }
+Clock::time_point CmAgent::request_deadline(const cm::CmReq& m) const {
+  // The sender gives up after max_cm_retries + 1 tries of its response timeout plus a round
+  // trip (its path's ACK timeout stands in for that); past that nobody waits for our answer.
+  const uint64_t per_try = uint64_t(cm_mads::to_ms(m.remote_cm_response_timeout)) +
+                           cm_mads::to_ms(m.primary.local_ack_timeout);
+  const uint64_t budget = (uint64_t(m.max_cm_retries) + 1) * per_try;
+  return Clock::now() + std::chrono::milliseconds(std::min<uint64_t>(budget, cfg_.max_request_wait_ms));
+}
+
+void CmAgent::on_rtu(uint32_t src, const cm::CmRtu& m) {
+  CmConn* c = match(src, m.remote_comm_id, m.local_comm_id);
+  if (!c) return;
   if (c->state != CmState::kRepSent && c->state != CmState::kMraRepRcvd) return;  // a duplicate
   c->state = CmState::kEstablished;
-  c->deadline = Clock::time_point::max();
+  set_deadline(*c, Clock::time_point::max());
+  watch(*c);
   event(*c, CmEventKind::kEstablished, 0, c->peer_data);
 }
 
@@ -259,7 +316,7 @@ void CmAgent::on_rep(uint32_t src, const cm::MadHeader& h, const cm::CmRep& m) {
   c->sq_psn = m.starting_psn;  // the REP names the PSN the passive side expects: ours to send from
   c->initiator_depth = std::min(c->initiator_depth, m.responder_resources);
   c->rnr_retry_count = m.rnr_retry_count;  // as Linux's cm_rep_handler
-  c->deadline = Clock::time_point::max();
+  set_deadline(*c, Clock::time_point::max());
   c->peer_data = bytes_of(m.private_data);
   if (!qp_to_rtr(*c)) {
     counters_.rejects_sent++;
@@ -276,8 +333,9 @@ void CmAgent::on_rep(uint32_t src, const cm::MadHeader& h, const cm::CmRep& m) {
   establish_active(*c);
 }
 
-void CmAgent::on_mra(const cm::CmMra& m) {
-  CmConn* c = find(m.remote_comm_id);
+void CmAgent::on_mra(uint32_t src, const cm::CmMra& m) {
+  // An MRA of our REQ comes before we know the peer's comm ID (Linux cm_acquire_mraed_id).
+  CmConn* c = match(src, m.remote_comm_id, m.message_mraed == cm::kMsgReq ? 0 : m.local_comm_id);
   if (!c) return;
   if (c->state == CmState::kReqSent && m.message_mraed == cm::kMsgReq)
     c->state = CmState::kMraReqRcvd;
@@ -286,22 +344,42 @@ void CmAgent::on_mra(const cm::CmMra& m) {
   else
     return;
   // The peer needs service_timeout more: wait that long (plus the round trip) before the next try.
-  c->deadline = Clock::now() + std::chrono::milliseconds(cm_mads::to_ms(m.service_timeout) +
-                                                         2 * cm_mads::to_ms(cfg_.packet_life_time));
+  set_deadline(*c, Clock::now() + std::chrono::milliseconds(cm_mads::to_ms(m.service_timeout) +
+                                                            2 * cm_mads::to_ms(cfg_.packet_life_time)));
 }
 
 // ---- either side: REJ, DREQ, DREP --------------------------------------------------------
 
+CmConn* CmAgent::rej_target(uint32_t src, const cm::CmRej& m) {
+  if (m.remote_comm_id == 0) return withdrawn_request(src, m);
+  CmConn* c = find(m.remote_comm_id);
+  // Before the peer's REP (REQ_SENT) we know no comm ID of its and it may name none (a REJ
+  // from a host with no listener, cm_issue_rej); from then on both must match.
+  if (!c || c->peer_ipv4 != src || (c->remote_id != 0 && m.local_comm_id != c->remote_id)) return nullptr;
+  return c;
+}
+
+CmConn* CmAgent::withdrawn_request(uint32_t src, const cm::CmRej& m) {
+  // A REQ's sender that gives up before hearing from us (cm_destroy_id in REQ_SENT) cannot
+  // name our comm ID, only its own, and sends REJ "timeout" with its CA GUID: Linux finds the
+  // connection by that pair (cm_acquire_rejected_id). Only a connection still answering that
+  // REQ can be meant, and only from the address the REQ came from.
+  constexpr uint8_t kGuidLen = 8;
+  if (m.reason != cm::kRejTimeout || m.reject_info_length < kGuidLen) return nullptr;
+  auto it = by_remote_.find({src, m.local_comm_id});
+  CmConn* c = it == by_remote_.end() ? nullptr : find(it->second);
+  if (!c || c->active || wire::load_be64(m.ari.data()) != c->peer_ca_guid) return nullptr;
+  const bool answering = c->state == CmState::kReqRcvd || c->state == CmState::kRepSent ||
+                         c->state == CmState::kMraRepRcvd;
+  return answering ? c : nullptr;
+}
+
 void CmAgent::on_rej(uint32_t src, const cm::CmRej& m) {
-  CmConn* c = nullptr;
-  if (m.remote_comm_id != 0) {
-    c = find(m.remote_comm_id);
-  } else if (auto it = by_remote_.find({src, m.local_comm_id}); it != by_remote_.end()) {
-    // A REJ for a REQ whose sender gave up before hearing from us (cm_destroy_id in
-    // REQ_SENT): it cannot name our comm ID, only its own (cm_acquire_rejected_id).
-    c = find(it->second);
+  CmConn* c = rej_target(src, m);
+  if (!c) {
+    counters_.bad_mads++;
+    return;
   }
-  if (!c || (m.local_comm_id != 0 && c->remote_id != 0 && m.local_comm_id != c->remote_id)) return;
   const CmEventKind kind =
       m.reason == cm::kRejConsumerDefined ? CmEventKind::kRejected : CmEventKind::kRefused;
   std::vector<uint8_t> data = bytes_of(m.private_data);
@@ -335,10 +413,14 @@ void CmAgent::on_rej(uint32_t src, const cm::CmRej& m) {
 }
 
 void CmAgent::on_dreq(uint32_t src, const cm::MadHeader& h, const cm::CmDreq& m) {
-  CmConn* c = find(m.remote_comm_id);
-  if (!c || c->remote_id != m.local_comm_id) {
+  CmConn* c = match(src, m.remote_comm_id, m.local_comm_id);
+  if (!c) {
     // cm_issue_drep: a DREQ for a connection we do not know still gets its DREP.
     send(src, cm_mads::drep(h.tid, m.remote_comm_id, m.local_comm_id), 0);
+    return;
+  }
+  if (m.remote_qpn_eecn != c->local_qpn) {
+    counters_.bad_mads++;  // Linux cm_dreq_handler: not for this connection's QP, dropped
     return;
   }
   switch (c->state) {
@@ -368,9 +450,9 @@ void CmAgent::on_dreq(uint32_t src, const cm::MadHeader& h, const cm::CmDreq& m)
   }
 }
 
-void CmAgent::on_drep(const cm::CmDrep& m) {
-  CmConn* c = find(m.remote_comm_id);
-  if (!c || c->remote_id != m.local_comm_id || c->state != CmState::kDreqSent) return;
+void CmAgent::on_drep(uint32_t src, const cm::CmDrep& m) {
+  CmConn* c = match(src, m.remote_comm_id, m.local_comm_id);
+  if (!c || c->state != CmState::kDreqSent) return;
   enter_timewait(*c);
   event(*c, CmEventKind::kDisconnectDone);
 }

@@ -14,6 +14,7 @@
 #include "nd_frontend/cm_agent.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
+#include "nd_frontend/status.h"
 #include "nd_frontend/testing.h"
 #include "pmd_glue/pmd_glue.h"
 
@@ -120,9 +121,10 @@ class NdConnector final : public Unknown<INDConnector> {
     if (!addr || addr->sa_family != AF_INET || len < sizeof(sockaddr_in)) return ND_INVALID_ADDRESS;
     const auto* sa = reinterpret_cast<const sockaddr_in*>(addr);
     const uint32_t dest = ntohl(sa->sin_addr.s_addr);
-    // Nothing can listen at the wildcard, broadcast or multicast addresses, nor on port 0.
-    if (dest == INADDR_ANY || dest == INADDR_BROADCAST || IN_MULTICAST(dest) || sa->sin_port == 0)
-      return ND_INVALID_ADDRESS;
+    // The SDK's ndmemorytest (NdInvalidIP) expects STATUS_BAD_NETWORK_NAME for the wildcard.
+    if (dest == INADDR_ANY) return STATUS_BAD_NETWORK_NAME;
+    // Nothing can listen at the broadcast or multicast addresses, nor on port 0.
+    if (dest == INADDR_BROADCAST || IN_MULTICAST(dest) || sa->sin_port == 0) return ND_INVALID_ADDRESS;
     if (data_len > kCmConnectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
     // A failed attempt (refused, timed out, canceled) may be retried on the same connector,
@@ -549,15 +551,17 @@ HRESULT NdAdapter::CreateConnector(INDConnector** out) {
   return ND_SUCCESS;
 }
 
-HRESULT NdAdapter::Listen(SIZE_T, INT, USHORT port, USHORT* assigned, INDListen** out) {
+HRESULT NdAdapter::Listen(SIZE_T backlog, INT, USHORT port, USHORT* assigned, INDListen** out) {
   if (!out) return ND_INVALID_PARAMETER;
   auto* l = new NdListen(this);
   // A request that comes before set_port() stays in the agent's queue: the next
-  // GetConnectionRequest (or request) matches it.
-  const uint16_t got = cm()->listen(ntohs(port), [link = l->link()](uint16_t) {
+  // GetConnectionRequest (or request) matches it. The backlog counts the requests queued
+  // there, not yet handed to a GetConnectionRequest (ND v1: 0 means no limit).
+  const auto on_request = [link = l->link()](uint16_t) {
     std::lock_guard<std::mutex> g(link->mu);
     if (link->self) link->self->match();
-  });
+  };
+  const uint16_t got = cm()->listen(ntohs(port), on_request, size_t(backlog));
   if (got == 0) {
     l->Release();
     return ND_ADDRESS_ALREADY_EXISTS;

@@ -40,6 +40,10 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
   if (type != ND_CQ_NOTIFY_ERRORS && type != ND_CQ_NOTIFY_ANY && type != ND_CQ_NOTIFY_SOLICITED)
     return ND_INVALID_PARAMETER;
   overlapped_start(ov);
+  if (cq_->overrun()) {  // results were lost already: say so now, never wait for more
+    overlapped_complete(ov, ND_DATA_OVERRUN);
+    return ND_PENDING;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     waiting_.push_back(ov);
@@ -73,7 +77,9 @@ void NdCq::notified() {
     std::lock_guard<std::mutex> g(mu_);
     done.swap(waiting_);
   }
-  for (OVERLAPPED* ov : done) overlapped_complete(ov, ND_SUCCESS);
+  // A result lost to a full CQ (its endpoint went to ERROR) is an error the waiter must see.
+  const HRESULT st = cq_->overrun() ? ND_DATA_OVERRUN : ND_SUCCESS;
+  for (OVERLAPPED* ov : done) overlapped_complete(ov, st);
 }
 
 HRESULT NdCq::CancelOverlappedRequests() {

@@ -1,14 +1,22 @@
 // INDEndpoint over a nic::Qp: every request is one work request on the QP's ring; a batch
 // (StartRequestBatch .. SubmitRequestBatch) is one ring operation.
 #include <endian.h>
+#include <sys/random.h>
 
 #include <cstring>
+#include <random>
 
 #include "nd_frontend/objects.h"
 #include "nic/memory.h"
 
 namespace ndnic::nd {
 namespace {
+
+uint8_t random_byte() {
+  uint8_t b = 0;
+  if (getrandom(&b, 1, 0) != 1) b = uint8_t(std::random_device{}());
+  return b;
+}
 
 uint32_t op_flags(DWORD flags) {
   uint32_t f = 0;
@@ -63,7 +71,8 @@ HRESULT NdEndpoint::fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_
   return ND_SUCCESS;
 }
 
-HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma) {
+HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
+                         uint8_t wr_flags) {
   if (!r) return ND_INVALID_PARAMETER;
   if (qp_->state() != nic::QpState::kRts) return ND_CONNECTION_INVALID;
   bool too_long = false;
@@ -75,7 +84,7 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   if (rdma && (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))) return ND_INVALID_PARAMETER;
   if (sends_posted_ + batch_.size() - qp_->sends_completed() >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
   wr.wr_id = reinterpret_cast<uint64_t>(r);
-  wr.flags = uint8_t(op_flags(flags));
+  wr.flags = uint8_t(op_flags(flags) | wr_flags);
   r->Status = ND_PENDING;
   if (batching_) {
     batch_.push_back(wr);
@@ -140,6 +149,9 @@ HRESULT NdEndpoint::receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZ
   bool too_long = false;
   const HRESULT hr = fill_sgl(tmp, sgl, n, lim_.inbound_sge, &too_long);
   if (FAILED(hr)) return hr;
+  // As for Send: SGEs the adapter cannot take whole (an SGE's length would be cut to 32 bits,
+  // the total past the largest message) are refused, never shortened.
+  if (too_long) return ND_BUFFER_OVERFLOW;
   if (recvs_posted_ - qp_->recvs_completed() >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
   nic::RecvWr wr{};
   wr.wr_id = wr_id;
@@ -169,11 +181,14 @@ HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, c
   if (flags & NDNIC_OP_FLAG_ALLOW_ATOMIC) access |= nic::kAccessRemoteAtomic;
   nic::SendWr wr{};
   wr.opcode = nic::WrOpcode::kBindMw;
-  // Every bind gives the window a new key byte, so a descriptor from an earlier bind is stale.
-  const uint8_t next = uint8_t(nic::key_byte(mw->rkey()) + 1);
-  wr.bind = {mw->rkey(), mr->lkey, reinterpret_cast<uint64_t>(buf), size, access, next};
-  const uint32_t new_key = nic::make_key(nic::key_index(mw->rkey()), next);
-  HRESULT hr = post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false);
+  // Every bind gives the window a new key byte, so a descriptor from an earlier bind is stale;
+  // a random one, so a peer cannot predict the next token from the last. The window is named
+  // by its handle: should this bind fail or be flushed, the window keeps its key, and the next
+  // Bind, Invalidate or Release still finds it.
+  const uint8_t next = uint8_t(nic::key_byte(mw->rkey()) + 1 + random_byte() % 255);
+  wr.bind = {mw->handle(), mr->lkey, reinterpret_cast<uint64_t>(buf), size, access, next};
+  const uint32_t new_key = nic::make_key(nic::key_index(mw->handle()), next);
+  HRESULT hr = post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false, nic::kWrWindowHandle);
   if (FAILED(hr)) return hr;
   mw->set_rkey(new_key);
   desc->Base = htobe64(reinterpret_cast<uint64_t>(buf));
@@ -186,8 +201,8 @@ HRESULT NdEndpoint::Invalidate(ND_RESULT* r, INDMemoryWindow* pmw, DWORD flags) 
   if (!pmw) return ND_INVALID_PARAMETER;
   nic::SendWr wr{};
   wr.opcode = nic::WrOpcode::kLocalInv;
-  wr.invalidate_rkey = static_cast<NdMemoryWindow*>(pmw)->rkey();
-  return post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false);
+  wr.invalidate_rkey = static_cast<NdMemoryWindow*>(pmw)->handle();  // whatever it is bound as
+  return post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false, nic::kWrWindowHandle);
 }
 
 // ---- INDEndpointExt -------------------------------------------------------------------------

@@ -104,23 +104,27 @@ class NdCq final : public Unknown<INDCompletionQueue> {
 
 class NdMemoryWindow final : public Unknown<INDMemoryWindow> {
  public:
-  NdMemoryWindow(NdAdapter* adapter, uint32_t rkey, ND_RESULT* invalidate_result)
-      : adapter_(adapter), rkey_(rkey), invalidate_result_(invalidate_result) {
+  NdMemoryWindow(NdAdapter* adapter, uint32_t handle, ND_RESULT* invalidate_result)
+      : adapter_(adapter), handle_(handle), rkey_(handle), invalidate_result_(invalidate_result) {
     adapter_->AddRef();
   }
+  /// Names the window to the engine for Bind, Invalidate and release, whatever its key is.
+  uint32_t handle() const { return handle_; }
+  /// The token of the last Bind posted: the window's key once that bind has run.
   uint32_t rkey() const { return rkey_; }
   void set_rkey(uint32_t k) { rkey_ = k; }
 
  protected:
   ~NdMemoryWindow() override {
-    adapter_->dev()->dealloc_mw(rkey_);
+    adapter_->dev()->dealloc_mw(handle_);
     adapter_->Release();
   }
   bool implements(REFIID riid) const override { return riid == IID_INDMemoryWindow; }
 
  private:
   NdAdapter* adapter_;
-  uint32_t rkey_;                  ///< the window's current R_Key (changes with every bind)
+  uint32_t handle_;                ///< the key alloc_mw returned: the engine's name for the window
+  uint32_t rkey_;                  ///< the token of the last Bind posted (a failed bind never gets it)
   ND_RESULT* invalidate_result_;   ///< completed when the peer invalidates the window
 };
 
@@ -168,7 +172,8 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
  private:
   HRESULT rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                ULONGLONG offset, DWORD flags);
-  HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma);
+  HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
+               uint8_t wr_flags = 0);
   HRESULT fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
   HRESULT receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n);
   HRESULT atomic(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,

@@ -1,8 +1,10 @@
 // The completer: matches ACKs, NAKs and responses against the oldest outstanding WQEs.
-// States, as in rxe_comp.c: GET_WQE (the head of the SQ), CHECK_PSN (stale, covering, or
-// inside this WQE), CHECK_ACK (what the packet says: ACK, RNR NAK, NAK, READ response,
-// atomic ACK), READ / ATOMIC (place the returned data), COMP_WQE (in-order completion),
-// RETRY (go-back-N, timer- or NAK-driven) and ERROR (the QP goes to ERROR).
+// States, as in rxe_comp.c: GET_WQE (the head of the SQ), CHECK_PSN (never sent, stale,
+// covering, or inside this WQE), CHECK_ACK (what the packet says: ACK, RNR NAK, NAK, READ
+// response, atomic ACK), READ / ATOMIC (place the returned data), COMP_WQE (in-order
+// completion), RETRY (go-back-N, timer- or NAK-driven) and ERROR (the QP goes to ERROR).
+// RoCE has no authentication: any packet here may be forged, so none may complete, place or
+// move more than the requester actually sent and asked for.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,6 +21,7 @@ constexpr uint8_t kSyndromeTypeMask = 0xE0;
 constexpr uint8_t kSyndromeAck = 0x00;
 constexpr uint8_t kSyndromeRnr = 0x20;
 constexpr uint8_t kSyndromeNak = 0x60;
+constexpr uint8_t kRnrRetryForever = 7;  ///< IBTA: an RNR retry count of 7 never runs out
 
 bool needs_response(WrOpcode op) {
   return op == WrOpcode::kRead || op == WrOpcode::kCompareSwap || op == WrOpcode::kFetchAdd;
@@ -46,6 +49,24 @@ bool retry_from(Qp::Impl& qp, uint32_t psn, uint64_t now) {
   return true;
 }
 
+/// CHECK_PSN's upper bound: a genuine response answers a PSN that was sent. Without it an ACK
+/// in the "future" half of PSN space completed a message of which only part had been sent
+/// (and disarmed the timer), and a NAK there moved the go-back past packets never sent.
+bool was_sent(const CompState& c, uint32_t psn) { return c.sent_any && psn_diff(psn, c.sent_psn) < 0; }
+
+/// A sequence NAK for the PSN last RNR-NAKed, nothing past it acknowledged since: the packets
+/// sent behind the RNR-NAKed one arrive out of sequence and draw it. The RNR retry (its timer,
+/// its budget) already goes back there; counted as a transport retry it ended long messages in
+/// kRetryExceeded while the peer was only slow to post a receive, and a one-packet message not.
+bool rnr_echo(CompState& c, uint32_t psn) {
+  if (!c.rnr_gap) return false;
+  if (c.psn != c.rnr_psn) {  // acknowledged past it: that RNR wait is over
+    c.rnr_gap = false;
+    return false;
+  }
+  return psn == c.rnr_psn;
+}
+
 /// The WQE completed by the peer: mark it done, move the acknowledged PSN past it.
 void wqe_done(Qp::Impl& qp, SendWqe& w, uint64_t now) {
   w.state = WqeState::kDone;
@@ -68,33 +89,75 @@ void wqe_failed(Qp::Impl& qp, SendWqe& w, WcStatus st) {
   }
 }
 
-/// Scatters a READ response's payload into the WQE's SGEs at `off`.
-void place(SendWqe& w, uint32_t off, const uint8_t* src, uint32_t len) {
-  for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
-    std::memcpy(w.host[i] + at, src, take);
+/// Scatters response data into the WQE's SGEs at `off`, each piece checked against its lkey
+/// now: the application may have deregistered (and freed) the region since it posted the
+/// request. Deregistration clears the key before it waits for a grace period, so memory that
+/// passes the check here stays the region's while this packet is processed. False when a
+/// check fails (pieces before it are written: their regions are still registered).
+bool place(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, const uint8_t* src, uint32_t len) {
+  return for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    const Sge& g = w.wr.sge[i];
+    Resolved res;
+    if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
+    std::memcpy(res.host, src, take);
     src += take;
     return true;
   });
 }
 
 /// Writes an atomic's original value into its 8-byte sink.
-void place_atomic(SendWqe& w, uint64_t orig) {
+bool place_atomic(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint64_t orig) {
   uint8_t tmp[8];
   std::memcpy(tmp, &orig, 8);
-  place(w, 0, tmp, 8);
+  return place(s, qp, w, 0, tmp, 8);
+}
+
+/// Whether a READ response of position `pos` carrying `len` bytes is the one due next: FIRST
+/// and MIDDLE carry one path MTU and leave more to come, LAST and ONLY carry exactly the rest,
+/// FIRST and ONLY start the READ. Anything else (a full MIDDLE where a short LAST is due) would
+/// place bytes past what the READ asked for, and a go-back would then ask for
+/// `length - placed` bytes, which wraps.
+bool response_due(const SendWqe& w, wire::Position pos, uint32_t len, uint32_t mtu) {
+  const uint32_t left = w.length - w.placed;  // placed never passes length: checked here
+  const bool starts = w.placed == 0;
+  const bool ends = left <= mtu;
+  switch (pos) {
+    case wire::Position::kFirst:
+      return starts && !ends && len == mtu;
+    case wire::Position::kMiddle:
+      return !starts && !ends && len == mtu;
+    case wire::Position::kLast:
+      return !starts && ends && len == left;
+    case wire::Position::kOnly:
+      return starts && ends && len == left;
+  }
+  return false;
+}
+
+void fail(Shard& s, Qp::Impl& qp, SendWqe& w, WcStatus st) {
+  wqe_failed(qp, w, st);
+  advance_completions(s, qp);
 }
 
 }  // namespace
 
 void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   ReqState& r = qp.req;
+  CompState& c = qp.comp;
   const uint32_t psn = pkt.bth.psn;
-  const wire::OpKind kind = wire::opcode_info(pkt.bth.opcode).kind;
+  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  const wire::OpKind kind = info.kind;
   const uint8_t syn = pkt.aeth.syndrome;
+  const uint32_t mtu = qp.attr.path_mtu;
   const uint64_t now = rte_rdtsc();
 
+  // CHECK_PSN against the next PSN never sent: nothing may answer it.
+  if (!was_sent(c, psn)) {
+    c.ignored++;
+    return;
+  }
   // CHECK_PSN against the oldest unacknowledged PSN: older responses are duplicates.
-  if (psn_diff(psn, qp.comp.psn) < 0 &&
+  if (psn_diff(psn, c.psn) < 0 &&
       !(kind == wire::OpKind::kReadResponse || kind == wire::OpKind::kAtomicAck)) {
     return;
   }
@@ -113,13 +176,15 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     const int32_t past_last = psn_diff(psn, w.last_psn);
     const int32_t from_first = psn_diff(psn, w.first_psn);
 
+    // A packet at or past the WQE's last PSN was sent after all of it (was_sent): it may
+    // complete the WQE, never one still partly unsent.
     if (past_last > 0 || (past_last == 0 && kind == wire::OpKind::kAck &&
                           (syn & kSyndromeTypeMask) == kSyndromeAck)) {
       // The packet acknowledges beyond (or exactly to the end of) this WQE.
       if (needs_response(w.wr.opcode)) {
         // A READ/atomic the peer went past without our seeing its response: implied NAK.
         if (past_last > 0) {
-          const uint32_t resume = psn_add(w.first_psn, w.placed / qp.attr.path_mtu);
+          const uint32_t resume = psn_add(w.first_psn, w.placed / mtu);
           retry_from(qp, resume, now);
           return;
         }
@@ -135,30 +200,29 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     switch (kind) {
       case wire::OpKind::kReadResponse: {
         if (w.wr.opcode != WrOpcode::kRead) {
-          wqe_failed(qp, w, WcStatus::kBadResponse);
-          advance_completions(s, qp);
+          fail(s, qp, w, WcStatus::kBadResponse);
           return;
         }
-        const uint32_t expect = psn_add(w.first_psn, w.placed / qp.attr.path_mtu);
+        const uint32_t expect = psn_add(w.first_psn, w.placed / mtu);
         if (psn != expect) {
           if (psn_diff(psn, expect) > 0) retry_from(qp, expect, now);  // a response was lost
           return;
         }
-        const wire::Position pos = wire::opcode_info(pkt.bth.opcode).position;
-        const bool last = pos == wire::Position::kLast || pos == wire::Position::kOnly;
-        const uint32_t want = last ? w.length - w.placed : qp.attr.path_mtu;
-        if (pkt.payload_len != want) {
-          wqe_failed(qp, w, WcStatus::kBadResponse);
-          advance_completions(s, qp);
+        if (!response_due(w, info.position, pkt.payload_len, mtu)) {
+          fail(s, qp, w, WcStatus::kBadResponse);
           return;
         }
-        place(w, w.placed, pkt.payload, pkt.payload_len);  // READ
+        // READ
+        if (!place(s, qp, w, w.placed, pkt.payload, pkt.payload_len)) {
+          fail(s, qp, w, WcStatus::kLocalProtection);
+          return;
+        }
         w.placed += pkt.payload_len;
         // Each response acknowledges its PSN: the window moves inside a long READ too.
-        qp.comp.psn = psn_add(psn, 1);
-        qp.comp.retry_left = qp.attr.retry_cnt;
-        qp.comp.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
-        if (last) {
+        c.psn = psn_add(psn, 1);
+        c.retry_left = qp.attr.retry_cnt;
+        c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
+        if (w.placed == w.length) {
           wqe_done(qp, w, now);
           advance_completions(s, qp);
         }
@@ -169,8 +233,11 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
           wqe_failed(qp, w, WcStatus::kBadResponse);
         } else if (psn == w.first_psn) {
           w.atomic_orig = pkt.atomic_ack.orig;
-          place_atomic(w, pkt.atomic_ack.orig);
-          wqe_done(qp, w, now);
+          if (place_atomic(s, qp, w, pkt.atomic_ack.orig)) {
+            wqe_done(qp, w, now);
+          } else {
+            wqe_failed(qp, w, WcStatus::kLocalProtection);
+          }
         }
         advance_completions(s, qp);
         return;
@@ -184,46 +251,51 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
       case kSyndromeAck:
         // A coalesced ACK inside a multi-packet message: progress, not completion.
         if (!needs_response(w.wr.opcode)) {
-          qp.comp.psn = psn_add(psn, 1);
-          qp.comp.retry_left = qp.attr.retry_cnt;
-          qp.comp.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
+          c.psn = psn_add(psn, 1);
+          c.retry_left = qp.attr.retry_cnt;
+          c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
         }
         return;
       case kSyndromeRnr:
         qp.counters.rnr_naks_received++;
-        if (qp.comp.rnr_retry_left == 0) {
-          wqe_failed(qp, w, WcStatus::kRnrRetryExceeded);
-          advance_completions(s, qp);
+        if (c.rnr_retry_left == 0) {
+          fail(s, qp, w, WcStatus::kRnrRetryExceeded);
           return;
         }
-        if (qp.attr.rnr_retry != 7) qp.comp.rnr_retry_left--;  // 7 = retry forever
-        qp.comp.rnr_tsc = now + uint64_t(rnr_timer_us(syn) * 1e-6 * double(s.tsc_hz));
-        qp.comp.timer_tsc = 0;
-        qp.comp.retry_pending = true;  // the RNR timer paces this one
-        qp.comp.retry_psn = psn;
+        if (qp.attr.rnr_retry != kRnrRetryForever) c.rnr_retry_left--;
+        // Like a sequence NAK, an RNR NAK acknowledges every PSN before it.
+        if (psn_diff(psn, c.psn) > 0) {
+          c.psn = psn;
+          c.retry_left = qp.attr.retry_cnt;
+        }
+        c.rnr_psn = psn;
+        c.rnr_gap = true;
+        c.rnr_tsc = now + uint64_t(rnr_timer_us(syn) * 1e-6 * double(s.tsc_hz));
+        c.timer_tsc = 0;
+        c.retry_pending = true;  // the RNR timer paces this one
+        c.retry_psn = psn;
         return;
       case kSyndromeNak: {
         const uint8_t code = syn & 0x1f;
         if (code < 4) qp.counters.naks_received[code]++;
         if (code == 0) {  // PSN sequence error: the peer wants `psn` again
+          if (rnr_echo(c, psn)) return;
           // ... and so acknowledges every PSN before it: forward progress, which refills the
           // retry budget as an ACK does: only retries that gain nothing count against retry_cnt.
-          if (psn_diff(psn, qp.comp.psn) > 0) qp.comp.retry_left = qp.attr.retry_cnt;
-          qp.comp.psn = psn;
+          if (psn_diff(psn, c.psn) > 0) c.retry_left = qp.attr.retry_cnt;
+          c.psn = psn;
           if (!retry_from(qp, psn, now)) return;  // this go-back is already under way
-          if (qp.comp.retry_left == 0) {
-            qp.comp.retry_pending = false;
-            wqe_failed(qp, w, WcStatus::kRetryExceeded);
-            advance_completions(s, qp);
+          if (c.retry_left == 0) {
+            c.retry_pending = false;
+            fail(s, qp, w, WcStatus::kRetryExceeded);
             return;
           }
-          qp.comp.retry_left--;
+          c.retry_left--;
           return;
         }
-        wqe_failed(qp, w, code == 1   ? WcStatus::kRemoteInvalidRequest
-                          : code == 2 ? WcStatus::kRemoteAccess
-                                      : WcStatus::kRemoteOperation);
-        advance_completions(s, qp);
+        fail(s, qp, w, code == 1   ? WcStatus::kRemoteInvalidRequest
+                       : code == 2 ? WcStatus::kRemoteAccess
+                                   : WcStatus::kRemoteOperation);
         return;
       }
       default:
@@ -240,7 +312,9 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now) {
   }
   if (!c.timer_tsc || now < c.timer_tsc) return;
   ReqState& r = qp.req;
-  if (r.head == r.tail || psn_diff(r.psn, c.psn) <= 0) {  // no PSN awaits an acknowledgement
+  // Against the highest PSN sent, not the next to send: after a go-back the PSNs between
+  // them are still unacknowledged.
+  if (r.head == r.tail || !c.sent_any || psn_diff(c.sent_psn, c.psn) <= 0) {  // no PSN awaits an acknowledgement
     c.timer_tsc = 0;
     return;
   }

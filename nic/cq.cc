@@ -43,25 +43,33 @@ void cq_destroy(Cq::Impl* cq) {
   cq->efd = -1;
 }
 
-void Cq::Impl::push(const Completion& c) {
+bool Cq::Impl::push(const Completion& c) {
   rte_ring* r = ring.load(std::memory_order_acquire);
   if (rte_ring_mp_enqueue_elem(r, const_cast<Completion*>(&c), sizeof(Completion)) != 0) {
     overflows.fetch_add(1, std::memory_order_relaxed);
-    return;
+    // Whoever waits hears of it, armed for any result or for errors only.
+    if (armed.exchange(CqArm::kNone, std::memory_order_acq_rel) != CqArm::kNone) {
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
+    }
+    return false;
   }
   // Pairs with the fence in arm(): either this load sees the arm, or the consumer's look at the
   // ring after arming sees this completion; without both fences each side can miss the other
   // (store-load reordering) and a Notify waits forever.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   CqArm a = armed.load(std::memory_order_acquire);
-  if (a == CqArm::kNone) return;
+  if (a == CqArm::kNone) return true;
   const bool error = c.status != WcStatus::kSuccess;
   const bool wake = a == CqArm::kAny || (a == CqArm::kSolicited && c.solicited) || error;
   if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
   }
+  return true;
 }
+
+bool Cq::overrun() const { return impl_->overflows.load(std::memory_order_relaxed) != 0; }
 
 unsigned Cq::poll(Completion* out, unsigned n) {
   Impl* c = impl_;

@@ -34,9 +34,11 @@ struct Cq::Impl {
   std::atomic<CqArm> armed{CqArm::kNone};
   std::atomic<uint64_t> overflows{0};   ///< completions the full ring could not take
 
-  /// Producer side (lcores). A full ring is a CQ overrun: counted, and the completion is lost
-  /// as on hardware, so callers size CQs for their queues.
-  void push(const Completion& c);
+  /// Producer side (lcores). A full ring is a CQ overrun (IBTA: a CQ error): the completion
+  /// cannot be kept, so it is counted, the CQ says so from then on (Cq::overrun) and wakes its
+  /// waiter, and the caller takes the QP to ERROR (as rxe does), so the loss is never silent.
+  /// False on overrun.
+  bool push(const Completion& c);
 };
 
 bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr);

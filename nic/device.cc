@@ -218,6 +218,7 @@ uint32_t Device::alloc_mw(uint32_t pd, uint64_t context) { return impl_->memory.
 bool Device::dealloc_mw(uint32_t rkey) { return impl_->memory.dealloc_mw(rkey); }
 
 Cq* Device::create_cq(uint32_t entries) {
+  std::lock_guard control(impl_->control);
   auto cq = std::make_unique<Cq::Impl>();
   if (!cq_create(cq.get(), entries, g_serial++, impl_->qsbr)) {
     cq_destroy(cq.get());
@@ -230,6 +231,7 @@ Cq* Device::create_cq(uint32_t entries) {
 }
 
 void Device::destroy_cq(Cq* cq) {
+  std::lock_guard control(impl_->control);
   auto& v = impl_->cqs;
   for (size_t i = 0; i < v.size(); i++) {
     if (&v[i]->handle == cq) {
@@ -248,6 +250,7 @@ Qp* Device::create_qp(const QpCaps& caps) {
       caps.max_inline > kMaxInline || caps.max_send_wr == 0 || caps.max_recv_wr == 0 ||
       (caps.gsi && caps.type != QpType::kUd))
     return nullptr;
+  std::lock_guard control(d.control);
   uint32_t qpn = 0;
   if (caps.gsi) {
     if (d.qp_table[kGsiQpn].load(std::memory_order_relaxed)) return nullptr;
@@ -265,6 +268,8 @@ Qp* Device::create_qp(const QpCaps& caps) {
   }
   auto qp = std::make_unique<Qp::Impl>();
   qp->qpn = qpn;
+  qp->id = ++d.next_qp_id;
+  if (qp->id == 0) qp->id = ++d.next_qp_id;  // 0 is "bound to no QP"
   qp->pd = caps.pd;
   qp->caps = caps;
   qp->send_cq = caps.send_cq;
@@ -303,6 +308,7 @@ Qp* Device::create_qp(const QpCaps& caps) {
 
 void Device::destroy_qp(Qp* handle) {
   DeviceImpl& d = *impl_;
+  std::lock_guard control(d.control);
   Qp::Impl* qp = handle->impl_;
   d.qp_table[qp->qpn].store(nullptr, std::memory_order_release);
   ControlCmd cmd;
@@ -318,6 +324,9 @@ void Device::destroy_qp(Qp* handle) {
     barrier.kind = ControlCmd::kBarrier;
     d.run_control(*s, barrier);
   }
+  // Windows bound to it die with it (IBTA: a type-2 window is bound to one QP); detached, no
+  // lcore can be using them through this QP any more.
+  d.memory.invalidate_bound_to(qp->id);
   std::lock_guard lock(qps_mutex_);
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
@@ -339,6 +348,7 @@ Device::Counters Device::counters() const {
     c.unknown_qp += s->unknown_qp;
     c.dispatched += s->dispatched;
     c.dispatch_dropped += s->dispatch_dropped;
+    c.held_dropped += s->held_dropped;
     c.tx_dropped += s->tx_dropped;
   }
   return c;

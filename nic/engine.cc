@@ -142,6 +142,10 @@ void Shard::apply(ControlCmd* cmd) {
           break;
         }
       }
+      // Requests held behind a READ reply go back to the pool with the QP.
+      for (auto& held_pkt : qp->resp.deferred) rte_pktmbuf_free(held_pkt.first);
+      held -= uint32_t(qp->resp.deferred.size());
+      qp->resp.deferred.clear();
       cmd->ok = true;
       break;
     case ControlCmd::kModifyQp:
@@ -196,6 +200,10 @@ unsigned Shard::poll_once() {
     completer_timers(*this, *qp, now);
     work += requester_run(*this, *qp);
     work += responder_run(*this, *qp);
+    if (qp->cq_overrun) {  // a lost completion: the QP cannot go on as if nothing happened
+      qp->cq_overrun = false;
+      if (qp->state.load(std::memory_order_relaxed) != QpState::kError) qp_to_error(*this, *qp);
+    }
   }
   flush_tx();
   if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);

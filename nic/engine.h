@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "nic/cq_impl.h"
@@ -62,6 +63,8 @@ struct Shard {
   uint64_t tx_dropped = 0;                 ///< frames the port did not take in time
   uint64_t dispatched = 0;                 ///< frames handed to the owning shard
   uint64_t dispatch_dropped = 0;           ///< ... that found its ring full
+  uint32_t held = 0;                       ///< mbufs responders hold behind READ replies
+  uint64_t held_dropped = 0;               ///< requests dropped: a responder's or the shard's limit
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
 
@@ -97,7 +100,11 @@ struct DeviceImpl {
   std::atomic<bool> running{false};
   std::atomic<uint32_t> next_pd{1};
   unsigned serial = 0;                     ///< names of rings
+  /// Application threads: QP number choice, QP instance ids and the CQ list (the control
+  /// path; lcores never take it).
+  std::mutex control;
   uint32_t next_qpn = kFirstQpn;
+  uint32_t next_qp_id = 0;                 ///< the last QP instance id given out
   std::vector<std::unique_ptr<Cq::Impl>> cqs;
   std::vector<std::unique_ptr<Qp::Impl>> qps;
   bool worker_lcores = false;
@@ -153,6 +160,10 @@ bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payl
 bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payload);
 /// req.cc: [off, off+len) of a fetched WQE's payload (the UD requester shares it).
 void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g);
+/// The same, each piece's lkey checked now (a packet built after the region may have gone);
+/// false when a check fails.
+bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, uint32_t len,
+                              Gather* g);
 /// An ACK, NAK or RNR NAK for `psn`.
 void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn);
 

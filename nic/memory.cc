@@ -19,7 +19,11 @@
 // - A region cannot be deregistered while windows are bound to it (rxe_dereg_mr, num_mw).
 #include <rte_pause.h>
 #include <rte_rcu_qsbr.h>
+#include <sys/random.h>
 
+#include <algorithm>
+#include <mutex>
+#include <random>
 #include <vector>
 
 #include "nic/memory.h"
@@ -35,6 +39,18 @@ constexpr uint32_t kMaxIndex = 1u << (32 - kKeyIndexShift);
 constexpr uint32_t kMaxMws = kMaxIndex - kMwKeyBase;
 constexpr int kRegionKeyShift = 32;
 constexpr uint64_t kBoundCountMask = 0xffffffffull;
+
+/// Unpredictable bits for key bytes and slot order: a peer that saw one key must not be able to
+/// compute the next (RoCE has no other authentication than the keys).
+uint32_t random32() {
+  uint32_t v = 0;
+  if (getrandom(&v, sizeof v, 0) == sizeof v) return v;
+  static std::random_device fallback;
+  return fallback();
+}
+
+/// A key byte other than `old`, by a random step.
+uint8_t next_key_byte(uint8_t old) { return uint8_t(old + 1 + random32() % 255); }
 
 // A zero-length access touches no byte, but callers may still hand the address to memcpy,
 // which must not get a null pointer.
@@ -88,7 +104,8 @@ struct alignas(64) Window {
   std::atomic<uint64_t> addr{0};      ///< first byte of the binding
   std::atomic<uint64_t> len{0};       ///< bytes of the binding
   std::atomic<uint32_t> access{0};    ///< remote rights of the binding
-  std::atomic<uint32_t> qpn{0};       ///< the only QP the binding may be used through
+  std::atomic<uint32_t> qp_id{0};     ///< the only QP instance the binding may be used through
+  std::atomic<uint32_t> handle{0};    ///< the key alloc_mw returned: names the allocation
 };
 
 /// The bound fields of a window, copied out and checked against the state word.
@@ -100,16 +117,19 @@ struct WindowView {
   uint64_t addr;
   uint64_t len;
   uint32_t access;
-  uint32_t qpn;
+  uint32_t qp_id;
+  uint32_t handle;
 };
 
 /// A FIFO of free slot numbers: slots are reused as late as possible, so an old key byte
 /// comes round again only after every other slot has been used.
 class FreeList {
  public:
+  /// All n slots free, in a random order: slot indexes are part of the keys.
   void reset(uint32_t n) {
     slots_.resize(n);
     for (uint32_t i = 0; i < n; i++) slots_[i] = i;
+    for (uint32_t i = n; i > 1; i--) std::swap(slots_[i - 1], slots_[random32() % i]);
     head_ = 0;
     count_ = n;
   }
@@ -138,8 +158,9 @@ struct MemoryTable::Impl {
   std::unique_ptr<Window[]> mws;
   uint32_t max_mrs = 0;
   uint32_t max_mws = 0;
-  FreeList free_mrs;   ///< application thread only
-  FreeList free_mws;   ///< application thread only
+  std::mutex control;  ///< application threads: the free lists and region slot writes
+  FreeList free_mrs;   ///< under `control`
+  FreeList free_mws;   ///< under `control`
   rte_rcu_qsbr* qsbr = nullptr;
 
   /// The slot a region key names (index 1..max_mrs), whatever its key byte.
@@ -162,6 +183,12 @@ struct MemoryTable::Impl {
     return index < max_mws ? &mws[index] : nullptr;
   }
 
+  /// Whether `v` is the window `key` names: its current key, or its handle while allocated.
+  static bool names(const WindowView& v, uint32_t key, MwName name) {
+    if (v.word.state == MwState::kFree) return false;
+    return name == MwName::kHandle ? v.handle == key : v.word.key == key;
+  }
+
   /// A consistent copy of a window: retried until no transition happened while copying.
   static WindowView read(const Window& w) {
     for (;;) {
@@ -174,7 +201,8 @@ struct MemoryTable::Impl {
       v.addr = w.addr.load(std::memory_order_relaxed);
       v.len = w.len.load(std::memory_order_relaxed);
       v.access = w.access.load(std::memory_order_relaxed);
-      v.qpn = w.qpn.load(std::memory_order_relaxed);
+      v.qp_id = w.qp_id.load(std::memory_order_relaxed);
+      v.handle = w.handle.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (w.word.load(std::memory_order_relaxed) == before) return v;
       rte_pause();
@@ -218,6 +246,7 @@ bool MemoryTable::register_mr(uint32_t pd, const void* addr, uint64_t len, uint3
   if (key == nullptr || len == 0 || len - 1 > UINT64_MAX - va) return false;
   if ((access & ~kRegionRights) != 0) return false;
   if ((access & kWritingRights) != 0 && (access & kAccessLocalWrite) == 0) return false;
+  std::lock_guard lock(impl_->control);
   uint32_t slot;
   if (impl_->mrs == nullptr || !impl_->free_mrs.pop(&slot)) return false;
   Region& r = impl_->mrs[slot];
@@ -225,7 +254,8 @@ bool MemoryTable::register_mr(uint32_t pd, const void* addr, uint64_t len, uint3
   r.len = len;
   r.pd = pd;
   r.access = access;
-  *key = make_key(slot + 1, r.next_byte++);
+  r.next_byte = next_key_byte(r.next_byte);
+  *key = make_key(slot + 1, r.next_byte);
   r.word.store(uint64_t(*key) << kRegionKeyShift, std::memory_order_release);
   return true;
 }
@@ -241,19 +271,23 @@ bool MemoryTable::deregister_mr(uint32_t key) {
   // An lcore may have matched the key just before it was cleared; the slot is rewritten only
   // after every lcore has passed a quiescent state since.
   if (impl_->qsbr != nullptr) rte_rcu_qsbr_check(impl_->qsbr, rte_rcu_qsbr_start(impl_->qsbr), true);
+  std::lock_guard lock(impl_->control);
   impl_->free_mrs.push(uint32_t(r - impl_->mrs.get()));
   return true;
 }
 
 uint32_t MemoryTable::alloc_mw(uint32_t pd, uint64_t context) {
+  std::lock_guard lock(impl_->control);
   uint32_t slot;
   if (impl_->mws == nullptr || !impl_->free_mws.pop(&slot)) return 0;
   Window& w = impl_->mws[slot];
   const MwWord old = MwWord::unpack(w.word.load(std::memory_order_relaxed));
   // A new key byte, so keys of the slot's previous allocation stay dead.
-  const uint32_t key = make_key(kMwKeyBase + slot, uint8_t(key_byte(old.key) + 1));
+  const uint32_t key = make_key(kMwKeyBase + slot, next_key_byte(key_byte(old.key)));
   w.pd.store(pd, std::memory_order_relaxed);
   w.context.store(context, std::memory_order_relaxed);
+  w.handle.store(key, std::memory_order_relaxed);
+  w.qp_id.store(0, std::memory_order_relaxed);
   w.word.store(old.next(key, MwState::kUnbound).pack(), std::memory_order_release);
   return key;
 }
@@ -263,19 +297,39 @@ bool MemoryTable::dealloc_mw(uint32_t key) {
   if (w == nullptr) return false;
   for (;;) {
     const WindowView v = Impl::read(*w);
-    if (v.word.key != key || v.word.state == MwState::kFree) return false;
+    if (!Impl::names(v, key, MwName::kHandle) && !Impl::names(v, key, MwName::kCurrentKey)) return false;
     if (v.word.state == MwState::kBinding) {  // an lcore is mid-bind: a few stores away
       rte_pause();
       continue;
     }
     uint64_t expected = v.word.pack();
-    if (!w->word.compare_exchange_strong(expected, v.word.next(key, MwState::kFree).pack(),
+    if (!w->word.compare_exchange_strong(expected, v.word.next(v.word.key, MwState::kFree).pack(),
                                          std::memory_order_acq_rel))
       continue;
     if (v.word.state == MwState::kBound) impl_->release_region(v.mr_key);
+    std::lock_guard lock(impl_->control);
     impl_->free_mws.push(uint32_t(w - impl_->mws.get()));
     return true;
   }
+}
+
+unsigned MemoryTable::invalidate_bound_to(uint32_t qp_id) {
+  unsigned n = 0;
+  for (uint32_t i = 0; i < impl_->max_mws; i++) {
+    Window& w = impl_->mws[i];
+    for (;;) {
+      const WindowView v = Impl::read(w);
+      if (v.word.state != MwState::kBound || v.qp_id != qp_id) break;
+      uint64_t expected = v.word.pack();
+      if (!w.word.compare_exchange_strong(expected, v.word.next(v.word.key, MwState::kInvalidated).pack(),
+                                          std::memory_order_acq_rel))
+        continue;
+      impl_->release_region(v.mr_key);
+      n++;
+      break;
+    }
+  }
+  return n;
 }
 
 KeyCheck MemoryTable::check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
@@ -294,7 +348,7 @@ KeyCheck MemoryTable::check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uin
   return KeyCheck::kOk;
 }
 
-KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qpn, uint32_t rkey, uint64_t va,
+KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, uint64_t va,
                                    uint64_t len, uint32_t access, Resolved* out) const {
   if (len == 0 && (access & kAccessRemoteAtomic) == 0) {
     if (out != nullptr) out->host = &zero_length_sink;
@@ -318,27 +372,28 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qpn, uint32_t rkey, uin
   if (v.word.state == MwState::kInvalidated) return KeyCheck::kInvalidated;
   if (v.word.state != MwState::kBound) return KeyCheck::kBadKey;
   if (v.pd != pd) return KeyCheck::kBadPd;
-  if (v.qpn != qpn) return KeyCheck::kBadQp;
+  if (v.qp_id != qp_id) return KeyCheck::kBadQp;
   if ((v.access & access) != access) return KeyCheck::kNoAccess;
   if (!range_inside(v.addr, v.len, va, len)) return KeyCheck::kOutOfRange;
   if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
   return KeyCheck::kOk;
 }
 
-KeyCheck MemoryTable::bind_mw(uint32_t pd, uint32_t qpn, uint32_t mw_key, uint32_t mr_key,
+KeyCheck MemoryTable::bind_mw(uint32_t pd, uint32_t qp_id, uint32_t mw_key, uint32_t mr_key,
                               uint64_t addr, uint64_t len, uint32_t access, uint8_t new_key_byte,
-                              uint32_t* new_key) {
+                              uint32_t* new_key, MwName name) {
   Window* w = impl_->window_slot(mw_key);
   if (w == nullptr) return KeyCheck::kBadKey;
   if (access == 0 || (access & ~kRemoteRights) != 0) return KeyCheck::kNoAccess;
   if (len == 0) return KeyCheck::kOutOfRange;
   for (;;) {
     const WindowView v = Impl::read(*w);
-    if (v.word.key != mw_key || v.word.state == MwState::kFree) return KeyCheck::kBadKey;
+    if (!Impl::names(v, mw_key, name)) return KeyCheck::kBadKey;
     if (v.word.state != MwState::kUnbound && v.word.state != MwState::kInvalidated)
       return KeyCheck::kNoAccess;  // bound, or another lcore is binding it
     if (v.pd != pd) return KeyCheck::kBadPd;
-    if (new_key_byte == key_byte(mw_key)) return KeyCheck::kBadKey;
+    const uint32_t cur_key = v.word.key;
+    if (new_key_byte == key_byte(cur_key)) return KeyCheck::kBadKey;
 
     if (is_mw_key(mr_key)) return KeyCheck::kBadKey;
     Region* r = impl_->region(mr_key);
@@ -351,36 +406,40 @@ KeyCheck MemoryTable::bind_mw(uint32_t pd, uint32_t qpn, uint32_t mw_key, uint32
 
     // Winning this CAS makes this lcore the only writer of the fields.
     uint64_t expected = v.word.pack();
-    const MwWord binding = v.word.next(mw_key, MwState::kBinding);
+    const MwWord binding = v.word.next(cur_key, MwState::kBinding);
     if (!w->word.compare_exchange_strong(expected, binding.pack(), std::memory_order_acq_rel))
       continue;
     if (!impl_->hold_region(*r, mr_key)) {  // deregistered since the check above
-      w->word.store(binding.next(mw_key, v.word.state).pack(), std::memory_order_release);
+      w->word.store(binding.next(cur_key, v.word.state).pack(), std::memory_order_release);
       return KeyCheck::kBadKey;
     }
     w->mr_key.store(mr_key, std::memory_order_relaxed);
     w->addr.store(addr, std::memory_order_relaxed);
     w->len.store(len, std::memory_order_relaxed);
     w->access.store(access, std::memory_order_relaxed);
-    w->qpn.store(qpn, std::memory_order_relaxed);
-    const uint32_t key = make_key(key_index(mw_key), new_key_byte);
+    w->qp_id.store(qp_id, std::memory_order_relaxed);
+    const uint32_t key = make_key(key_index(cur_key), new_key_byte);
     w->word.store(binding.next(key, MwState::kBound).pack(), std::memory_order_release);
     if (new_key != nullptr) *new_key = key;
     return KeyCheck::kOk;
   }
 }
 
-KeyCheck MemoryTable::invalidate_mw(uint32_t pd, uint32_t key, uint64_t* context) {
+KeyCheck MemoryTable::invalidate_mw(uint32_t pd, uint32_t qp_id, uint32_t key, uint64_t* context,
+                                    MwName name) {
   Window* w = impl_->window_slot(key);
   if (w == nullptr) return KeyCheck::kBadKey;
   for (;;) {
     const WindowView v = Impl::read(*w);
-    if (v.word.key != key || v.word.state == MwState::kFree) return KeyCheck::kBadKey;
+    if (!Impl::names(v, key, name)) return KeyCheck::kBadKey;
     // Unbound, already invalidated, or mid-bind to a new key: nothing is bound under `key`.
     if (v.word.state != MwState::kBound) return KeyCheck::kInvalidated;
     if (v.pd != pd) return KeyCheck::kBadPd;
+    // IBTA: a type-2 window is invalidated only through the QP it is bound to, so the peer of
+    // another connection cannot revoke it.
+    if (v.qp_id != qp_id) return KeyCheck::kBadQp;
     uint64_t expected = v.word.pack();
-    if (!w->word.compare_exchange_strong(expected, v.word.next(key, MwState::kInvalidated).pack(),
+    if (!w->word.compare_exchange_strong(expected, v.word.next(v.word.key, MwState::kInvalidated).pack(),
                                          std::memory_order_acq_rel))
       continue;
     impl_->release_region(v.mr_key);

@@ -2,9 +2,16 @@
 // requester make against them.
 //
 // Keys are (index << 8) | key byte. The key byte changes on every registration of a slot and
-// every bind of a window, so a stale key never matches. Regions are written by the application
-// thread (register/deregister) and read by lcores; windows are changed by lcores (bind,
-// invalidate) through an atomic state word, so no lock is taken on either side.
+// every bind of a window (by a random step, and slots are handed out in a random order, so a
+// peer cannot guess a live key from one it saw), so a stale key never matches. Regions are
+// written by the application thread (register/deregister, serialised by a control-path mutex
+// so that several application threads may register at once) and read by lcores; windows are
+// changed by lcores (bind, invalidate) through an atomic state word, so no lock is taken on the
+// datapath.
+//
+// A type-2 window is bound to one QP instance (`qp_id`, unique for the device's lifetime, never
+// a reused QP number): only that QP may access or invalidate it, and destroying the QP
+// invalidates what is bound to it.
 #pragma once
 
 #include <atomic>
@@ -38,6 +45,12 @@ enum class KeyCheck : uint8_t {
 };
 const char* key_check_name(KeyCheck k);
 
+/// How a bind or invalidate names its window: by the key it has now (verbs: the R_Key the
+/// consumer was given), or by its handle, the key alloc_mw returned, which never changes (the
+/// ND frontend: a bind that fails or is flushed leaves the window's key as it was, and the
+/// frontend still names the right window).
+enum class MwName : uint8_t { kCurrentKey, kHandle };
+
 /// What a successful check resolves to: host address for the first byte.
 struct Resolved {
   uint8_t* host = nullptr;
@@ -59,32 +72,41 @@ class MemoryTable {
   /// Removes the region; its key fails at once. False for an unknown key or one with
   /// bound windows.
   bool deregister_mr(uint32_t key);
-  /// New window in `pd`, unbound; returns its key (0 if full). `context` is reported with the
-  /// window's remote-invalidate completion.
+  /// New window in `pd`, unbound; returns its key, which is also its handle (0 if full).
+  /// `context` is reported with the window's remote-invalidate completion.
   uint32_t alloc_mw(uint32_t pd, uint64_t context);
+  /// Frees the window named by its handle or its current key; a bound window's region is
+  /// released.
   bool dealloc_mw(uint32_t key);
+  /// QP `qp_id` is gone: every window bound to it is invalidated (no completion). Returns how
+  /// many were.
+  unsigned invalidate_bound_to(uint32_t qp_id);
 
   // ---- lcores -----------------------------------------------------------------------------
   /// A local SGE: lkey names a region of `pd` with local access; [addr, addr+len) inside it.
   /// `need_local_write` for receive buffers and READ/atomic sinks.
   KeyCheck check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
                        bool need_local_write, Resolved* out) const;
-  /// A remote access through an R_Key: region or window of `pd`, a window bound to `qpn`,
-  /// `access` (kAccessRemoteRead / Write / Atomic) granted, [va, va+len) inside.
-  KeyCheck check_remote(uint32_t pd, uint32_t qpn, uint32_t rkey, uint64_t va, uint64_t len,
+  /// A remote access through an R_Key: region or window of `pd`, a window bound to QP
+  /// instance `qp_id`, `access` (kAccessRemoteRead / Write / Atomic) granted, [va, va+len)
+  /// inside.
+  KeyCheck check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, uint64_t va, uint64_t len,
                         uint32_t access, Resolved* out) const;
 
-  /// Binds window `mw_key` (of `pd`) to [addr, addr+len) of region `mr_key` for `qpn` with
-  /// `access`; the window's new key gets key byte `new_key_byte`. The region must allow
-  /// kAccessMwBind and contain the range; `access` must be a non-empty subset of remote
-  /// read/write/atomic (write and atomic need the region's local write). Returns kOk and the
-  /// new key.
-  KeyCheck bind_mw(uint32_t pd, uint32_t qpn, uint32_t mw_key, uint32_t mr_key, uint64_t addr,
-                   uint64_t len, uint32_t access, uint8_t new_key_byte, uint32_t* new_key);
-  /// Invalidates window `key` of `pd` (local invalidate, or the remote-invalidate handler).
-  /// Fails with kBadKey for a stale/unknown key, kInvalidated when already invalid.
+  /// Binds window `mw_key` (of `pd`, named as `name` says) to [addr, addr+len) of region
+  /// `mr_key` for QP instance `qp_id` with `access`; the window's new key gets key byte
+  /// `new_key_byte`. The region must allow kAccessMwBind and contain the range; `access` must
+  /// be a non-empty subset of remote read/write/atomic (write and atomic need the region's
+  /// local write). Returns kOk and the new key.
+  KeyCheck bind_mw(uint32_t pd, uint32_t qp_id, uint32_t mw_key, uint32_t mr_key, uint64_t addr,
+                   uint64_t len, uint32_t access, uint8_t new_key_byte, uint32_t* new_key,
+                   MwName name = MwName::kCurrentKey);
+  /// Invalidates window `key` of `pd` through QP instance `qp_id` (local invalidate, or the
+  /// remote-invalidate handler): a type-2 window only through the QP it is bound to (kBadQp
+  /// otherwise). Fails with kBadKey for a stale/unknown key, kInvalidated when already invalid.
   /// On success, `context` receives the window's context.
-  KeyCheck invalidate_mw(uint32_t pd, uint32_t key, uint64_t* context);
+  KeyCheck invalidate_mw(uint32_t pd, uint32_t qp_id, uint32_t key, uint64_t* context,
+                         MwName name = MwName::kCurrentKey);
 
   struct Impl;
 

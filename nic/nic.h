@@ -127,6 +127,7 @@ class Device {
     uint64_t dispatched = 0;        ///< frames handed from the receiving shard to the owner
     uint64_t dispatch_dropped = 0;  ///< ... that found the owner's ring full
     uint64_t tx_dropped = 0;        ///< frames the port did not take in time
+    uint64_t held_dropped = 0;      ///< requests dropped because too many wait behind READ replies
   };
   Counters counters() const;
   /// Transport counters summed over every QP since open(), destroyed ones included.
@@ -166,6 +167,8 @@ class Cq {
   uint32_t capacity() const;
   /// Completions waiting to be polled.
   uint32_t queued() const;
+  /// A completion found the CQ full and was lost (its QP went to ERROR): sticky.
+  bool overrun() const;
   /// Gives the CQ room for `entries` (more or fewer) while lcores keep producing into it:
   /// queued completions stay, in order. False when fewer than those queued (or no memory).
   bool resize(uint32_t entries);

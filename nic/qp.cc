@@ -110,7 +110,7 @@ void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
   c.byte_len = (w.wr.opcode == WrOpcode::kCompareSwap || w.wr.opcode == WrOpcode::kFetchAdd)
                    ? 8 : w.length;
   if (w.wr.opcode == WrOpcode::kBindMw) c.imm_or_inv = w.wr.bind.mw_key;
-  qp.send_cq->impl()->push(c);
+  if (!qp.send_cq->impl()->push(c)) qp.cq_overrun = true;
 }
 
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
@@ -125,7 +125,7 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
   c.imm_or_inv = imm_or_inv;
   c.qpn = qp.qpn;
   c.solicited = solicited;
-  qp.recv_cq->impl()->push(c);
+  if (!qp.recv_cq->impl()->push(c)) qp.cq_overrun = true;
 }
 
 void advance_completions(Shard& s, Qp::Impl& qp) {
@@ -220,12 +220,14 @@ void qp_to_error(Shard& s, Qp::Impl& qp) {
   qp_flush(s, qp);
 }
 
-void qp_flush(Shard&, Qp::Impl& qp) {
-  // Send side: everything not yet completed, then whatever is still on the ring.
+void qp_flush(Shard& s, Qp::Impl& qp) {
+  // Send side: everything not yet completed, then whatever is still on the ring. What already
+  // ran keeps its result: a bind or invalidate that executed (kDone) did change the window, and
+  // reporting it canceled would put the application's view of the window out of step.
   ReqState& r = qp.req;
   for (; r.head != r.tail; r.head++) {
     SendWqe& w = r.sq[r.head & r.mask];
-    if (w.state != WqeState::kError) w.status = WcStatus::kWrFlushed;
+    if (w.state == WqeState::kPosted || w.state == WqeState::kSent) w.status = WcStatus::kWrFlushed;
     complete_wqe(qp, w);
   }
   r.next = r.tail = r.head;
@@ -248,6 +250,7 @@ void qp_flush(Shard&, Qp::Impl& qp) {
   for (auto& res : rs.res) res.active = false;
   rs.reads_active = 0;
   for (auto& [m, pkt] : rs.deferred) rte_pktmbuf_free(m);
+  s.held -= uint32_t(rs.deferred.size());
   rs.deferred.clear();
 }
 

@@ -23,6 +23,8 @@ struct Shard;
 constexpr uint32_t kMaxUnackedPsns = 256;     ///< requester window, in packets
 constexpr uint32_t kAckReqEvery = 32;         ///< AckReq at least this often inside long messages
 constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay slots (per QP)
+constexpr uint32_t kMaxHeldPerQp = 64;        ///< requests a responder holds behind READ replies
+constexpr uint32_t kMaxHeldPerShard = 512;    ///< ... all QPs of a shard together
 
 /// 24-bit PSN arithmetic: a - b as a signed distance.
 inline int32_t psn_diff(uint32_t a, uint32_t b) { return int32_t((a - b) << 8) >> 8; }
@@ -52,7 +54,10 @@ struct SendWqe {
   uint64_t atomic_orig = 0;   ///< atomic: the original value returned
   bool rd_counted = false;    ///< READ/atomic: counted in rd_atomic_outstanding
   bool psn_assigned = false;  ///< first_psn/last_psn/npkts are set (on first transmission)
-  uint8_t* host[kMaxSge] = {};  ///< SGE addresses checked against their lkeys at fetch time
+  /// SGE addresses checked against their lkeys at fetch time. Only the UD requester gathers
+  /// from them; RC checks each lkey again for every packet it gathers or places, since the
+  /// application may deregister a region while its request is still outstanding.
+  uint8_t* host[kMaxSge] = {};
 };
 
 struct ReqState {
@@ -76,6 +81,15 @@ struct CompState {
   uint32_t retry_psn = 0;
   uint32_t last_retry_psn = 0xFFFFFFFF;  ///< damping of repeated go-backs to one PSN
   uint64_t last_retry_tsc = 0;
+  /// One past the highest PSN the requester has sent (READ: its last response PSN + 1), kept
+  /// through go-backs: no genuine response is at or past it. Meaningful once `sent_any`.
+  uint32_t sent_psn = 0;
+  bool sent_any = false;
+  /// The PSN of the last RNR NAK while nothing past it is acknowledged: the sequence NAK
+  /// that the packets sent behind it draw is part of that RNR wait, not a transport retry.
+  uint32_t rnr_psn = 0;
+  bool rnr_gap = false;
+  uint64_t ignored = 0;       ///< responses for PSNs never sent (forged or corrupt): dropped
 };
 
 // ---- responder ---------------------------------------------------------------------------
@@ -108,20 +122,26 @@ struct RespState {
   bool have_recv = false;
   uint32_t recv_offset = 0;   ///< bytes placed into `recv`
   uint32_t recv_capacity = 0;
-  uint8_t* write_host = nullptr;  ///< next byte a WRITE places
+  uint32_t write_rkey = 0;    ///< the WRITE's R_Key: checked again for every packet
+  uint64_t write_va = 0;      ///< next byte a WRITE places (a peer's virtual address)
   uint32_t write_left = 0;    ///< bytes of the WRITE's DMA length still to come
   uint32_t write_len = 0;
   std::vector<ReadResource> res;
   uint32_t res_next = 0;      ///< slot the next READ/atomic takes
   uint32_t reads_active = 0;  ///< READs whose responses are still being sent
   /// Requests that arrived while a READ reply was in progress: responses leave in PSN order,
-  /// so they wait (with their mbufs) until it is done.
+  /// so they wait (with their mbufs) until it is done. Bounded (kMaxHeldPerQp, and the
+  /// shard's kMaxHeldPerShard): beyond it a request is dropped, which the requester recovers
+  /// from like a loss, so no peer can drain the port's mbufs.
   std::deque<std::pair<rte_mbuf*, wire::RocePacket>> deferred;
 };
 
 struct Qp::Impl {
   Qp handle;
   uint32_t qpn = 0;
+  /// This QP's instance, unique for the device's lifetime (QP numbers are reused): windows are
+  /// bound to it, so a window cannot outlive its QP into a new one with the same number.
+  uint32_t id = 0;
   uint32_t pd = 0;
   std::atomic<Shard*> shard{nullptr};  ///< the owner; read by other shards to dispatch frames
   Cq* send_cq = nullptr;
@@ -143,6 +163,7 @@ struct Qp::Impl {
   CompState comp;
   RespState resp;
   Qp::Counters counters;
+  bool cq_overrun = false;         ///< a completion of this QP found its CQ full: to ERROR
   std::atomic<uint64_t> sends_completed{0};  ///< written by the owning lcore, read by the app
   std::atomic<uint64_t> recvs_completed{0};
 };

@@ -64,7 +64,8 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   }
 }
 
-/// Gathers [off, off+len) of the WQE's payload.
+/// Gathers [off, off+len) of the WQE's payload from the addresses FETCH resolved (only for
+/// payloads known to be valid now; packets use requester_gather_checked).
 void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
   g->n = 0;
   g->total = len;
@@ -82,21 +83,53 @@ void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
   });
 }
 
+/// Gathers [off, off+len) of a WQE's payload for one packet, each piece checked against
+/// its lkey now, not only at FETCH: a retransmission, or a first transmission that waited
+/// behind the window, may come after the application deregistered (and freed) the region.
+/// Deregistration clears the key before it waits for a grace period, so bytes that pass the
+/// check here stay the region's until this packet is built. False when a check fails.
+bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
+  if (len == 0 || (w.wr.flags & kWrInline)) {
+    requester_gather(w, off, len, g);  // inline data lives in the WQE itself
+    return true;
+  }
+  g->n = 0;
+  g->total = len;
+  return for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    const Sge& sge = w.wr.sge[i];
+    Resolved res;
+    if (s.dev->memory.check_local(qp.pd, sge.lkey, sge.addr + at, take, false, &res) != KeyCheck::kOk)
+      return false;
+    g->ptr[g->n] = res.host;
+    g->len[g->n++] = take;
+    return true;
+  });
+}
+
 namespace {
+
+/// Everything before `next` has been on the wire: the completer believes no response past it.
+void note_sent(Qp::Impl& qp, uint32_t next) {
+  CompState& c = qp.comp;
+  if (!c.sent_any || psn_diff(next, c.sent_psn) > 0) c.sent_psn = next;
+  c.sent_any = true;
+}
 
 /// LOCAL_OP: bind and local invalidate run when the requester reaches them, in order.
 void local_op(Shard& s, Qp::Impl& qp, SendWqe& w) {
   MemoryTable& mem = s.dev->memory;
   KeyCheck k;
+  const MwName name = (w.wr.flags & kWrWindowHandle) ? MwName::kHandle : MwName::kCurrentKey;
   if (w.wr.opcode == WrOpcode::kBindMw) {
     const MwBind& b = w.wr.bind;
     uint32_t key = 0;
-    k = mem.bind_mw(qp.pd, qp.qpn, b.mw_key, b.mr_lkey, b.addr, b.length, b.access, b.new_key, &key);
+    // Bound to this QP instance (not its number, which a later QP may reuse).
+    k = mem.bind_mw(qp.pd, qp.id, b.mw_key, b.mr_lkey, b.addr, b.length, b.access, b.new_key, &key, name);
     if (k == KeyCheck::kOk) w.wr.bind.mw_key = key;  // reported in the completion
     w.status = k == KeyCheck::kOk ? WcStatus::kSuccess : WcStatus::kMwBind;
   } else {
     uint64_t ctx;
-    k = mem.invalidate_mw(qp.pd, w.wr.invalidate_rkey, &ctx);
+    k = mem.invalidate_mw(qp.pd, qp.id, w.wr.invalidate_rkey, &ctx, name);
     w.status = k == KeyCheck::kOk ? WcStatus::kSuccess : WcStatus::kLocalProtection;
   }
   w.state = w.status == WcStatus::kSuccess ? WqeState::kDone : WqeState::kError;
@@ -126,7 +159,8 @@ uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
   return kRcSendMiddle;
 }
 
-/// SEND_PACKET: the next packet of `w`. Returns false when no mbuf was available.
+/// SEND_PACKET: the next packet of `w`. Returns false when nothing was sent: no mbuf was
+/// available, or the payload's region is gone (then `w` has failed).
 bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   ReqState& r = qp.req;
   const uint32_t mtu = qp.attr.path_mtu;
@@ -136,17 +170,20 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
 
   if (op == WrOpcode::kRead) {
     // A READ request asks for everything not yet placed; a retry resumes at the first
-    // missing response.
-    const uint32_t done_pkts = w.placed / mtu;
+    // missing response. The completer never places past the length; bounded here as well,
+    // so that no state can make `length - from` wrap into a request for ~4 GiB.
+    const uint32_t done_pkts = std::min(w.placed, w.length) / mtu;
+    const uint32_t from = done_pkts * mtu;
     p.bth.opcode = wire::kRcReadRequest;
     p.bth.psn = psn_add(w.first_psn, done_pkts);
     p.bth.ack_req = true;
-    p.reth.va = w.wr.remote_addr + w.placed;
+    p.reth.va = w.wr.remote_addr + from;
     p.reth.rkey = w.wr.rkey;
-    p.reth.dma_len = w.length - w.placed;
+    p.reth.dma_len = w.length - from;
     if (!send_packet(s, qp, p, nullptr)) return false;
     w.sent = w.length;
     r.psn = psn_add(w.last_psn, 1);
+    note_sent(qp, r.psn);
     return true;
   }
   if (is_atomic(op)) {
@@ -160,6 +197,7 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
     if (!send_packet(s, qp, p, nullptr)) return false;
     w.sent = w.length;
     r.psn = psn_add(w.first_psn, 1);
+    note_sent(qp, r.psn);
     return true;
   }
   // SEND and WRITE: segmented by path MTU.
@@ -179,11 +217,17 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   }
   p.imm = w.wr.imm;
   p.ieth_rkey = w.wr.invalidate_rkey;
-  requester_gather(w, off, len, &g);
+  if (!requester_gather_checked(s, qp, w, off, len, &g)) {
+    // As a bad lkey at FETCH: the request fails, the QP goes to ERROR when it completes.
+    w.state = WqeState::kError;
+    w.status = WcStatus::kLocalProtection;
+    return false;
+  }
   if (!send_packet(s, qp, p, &g)) return false;
   if (ack_req) r.noack_pkts = 0;
   w.sent = off + len;
   r.psn = psn_add(p.bth.psn, 1);
+  note_sent(qp, r.psn);
   return true;
 }
 
@@ -237,10 +281,14 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
   unsigned sent = 0;
   while (sent < kSendBudget && r.next != r.tail && s.tx_room()) {
     SendWqe& w = r.sq[r.next & r.mask];
-    if (w.state == WqeState::kError || w.state == WqeState::kDone) {  // failed in FETCH
+    if (w.state == WqeState::kDone) {  // acknowledged already: a go-back passes over it
       r.next++;
       continue;
     }
+    // Failed (in FETCH, or a region gone under a packet): the QP goes to ERROR once it
+    // completes in order, and what is behind it is flushed. Sent now, the peer would execute
+    // requests the application is told were flushed.
+    if (w.state == WqeState::kError) break;
     const WrOpcode op = w.wr.opcode;
     // FENCE_WAIT: a fenced request (and a local op, which changes memory) waits for earlier
     // READs and atomics.

@@ -121,7 +121,15 @@ void duplicate(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
 bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m) {
   RespState& r = qp.resp;
   if (m && (r.reads_active > 0 || !r.deferred.empty())) {
+    // Held with its mbuf until the READ replies are out; a bounded number, or a peer that
+    // keeps a reply going (duplicate READs restart it, a zero-length one checks no key) would
+    // hold every mbuf of the port and stop every QP, QP1 and ARP with it.
+    if (r.deferred.size() >= kMaxHeldPerQp || s.held >= kMaxHeldPerShard) {
+      s.held_dropped++;
+      return false;  // a loss to the requester: it goes back for it
+    }
     r.deferred.emplace_back(m, pkt);
+    s.held++;
     return true;
   }
   const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
@@ -191,7 +199,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
         // receive completes.
         uint64_t ctx = 0;
         imm_or_inv = pkt.ieth_rkey;
-        if (mem.invalidate_mw(qp.pd, pkt.ieth_rkey, &ctx) == KeyCheck::kOk) {
+        if (mem.invalidate_mw(qp.pd, qp.id, pkt.ieth_rkey, &ctx) == KeyCheck::kOk) {
           qp.counters.invalidations++;
           complete_recv(qp, ctx, WcStatus::kSuccess, WcOpcode::kRemoteInvalidate, 0, kWcWithInv,
                         pkt.ieth_rkey, false);
@@ -220,16 +228,36 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
         send_ack(s, qp, uint8_t(kRnrNak | qp.attr.min_rnr_timer), psn);
         return false;
       }
+      uint8_t* host = nullptr;
       if (starts_message(info.position)) {
-        // CHECK_RKEY
+        if (pkt.reth.dma_len > kMaxMessage) {  // IBTA: a message is at most 2^31 bytes
+          fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+          return false;
+        }
+        // CHECK_RKEY: the whole DMA length up front
         Resolved res;
-        if (mem.check_remote(qp.pd, qp.qpn, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+        if (mem.check_remote(qp.pd, qp.id, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
                              kAccessRemoteWrite, &res) != KeyCheck::kOk) {
           fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
           return false;
         }
-        r.write_host = res.host;
+        host = res.host;
+        r.write_rkey = pkt.reth.rkey;
+        r.write_va = pkt.reth.va;
         r.write_left = r.write_len = pkt.reth.dma_len;
+      } else if (pkt.payload_len) {
+        // CHECK_RKEY again for each later packet: the owner may have invalidated the window or
+        // deregistered (and freed) the region since the FIRST, and no pointer is kept across
+        // packets.
+        Resolved res;
+        if (pkt.payload_len > r.write_left ||
+            mem.check_remote(qp.pd, qp.id, r.write_rkey, r.write_va, pkt.payload_len,
+                             kAccessRemoteWrite, &res) != KeyCheck::kOk) {
+          fatal_nak(s, qp, pkt.payload_len > r.write_left ? kNakInvalidRequest : kNakRemoteAccess, psn,
+                    pkt.payload_len > r.write_left ? WcStatus::kRemoteInvalidRequest : WcStatus::kRemoteAccess);
+          return false;
+        }
+        host = res.host;
       }
       if (pkt.payload_len > r.write_left ||
           (ends_message(info.position) && pkt.payload_len != r.write_left)) {
@@ -240,13 +268,13 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
       if (pkt.payload_len) {
         const uint32_t n = pkt.payload_len;
         if (ends_message(info.position)) {
-          std::memcpy(r.write_host, pkt.payload, n - 1);
+          std::memcpy(host, pkt.payload, n - 1);
           std::atomic_thread_fence(std::memory_order_release);
-          reinterpret_cast<volatile uint8_t*>(r.write_host)[n - 1] = pkt.payload[n - 1];
+          reinterpret_cast<volatile uint8_t*>(host)[n - 1] = pkt.payload[n - 1];
         } else {
-          std::memcpy(r.write_host, pkt.payload, n);
+          std::memcpy(host, pkt.payload, n);
         }
-        r.write_host += n;
+        r.write_va += n;
         r.write_left -= n;
       }
       r.in_write = !ends_message(info.position);
@@ -260,13 +288,17 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
       break;
     }
     case OpKind::kReadRequest: {
+      if (pkt.reth.dma_len > kMaxMessage) {  // IBTA: a message is at most 2^31 bytes
+        fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
+        return false;
+      }
       Resolved res;
-      if (mem.check_remote(qp.pd, qp.qpn, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
+      if (mem.check_remote(qp.pd, qp.id, pkt.reth.rkey, pkt.reth.va, pkt.reth.dma_len,
                            kAccessRemoteRead, &res) != KeyCheck::kOk) {
         fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
         return false;
       }
-      const uint32_t npkts = pkt.reth.dma_len ? (pkt.reth.dma_len + mtu - 1) / mtu : 1;
+      const uint32_t npkts = pkt.reth.dma_len ? uint32_t((uint64_t(pkt.reth.dma_len) + mtu - 1) / mtu) : 1;
       ReadResource* rr = new_resource(qp);
       rr->first_psn = psn;
       rr->last_psn = psn_add(psn, npkts - 1);
@@ -286,7 +318,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
         fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
         return false;
       }
-      if (mem.check_remote(qp.pd, qp.qpn, pkt.atomic.rkey, pkt.atomic.va, 8, kAccessRemoteAtomic,
+      if (mem.check_remote(qp.pd, qp.id, pkt.atomic.rkey, pkt.atomic.va, 8, kAccessRemoteAtomic,
                            &res) != KeyCheck::kOk) {
         fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
         return false;
@@ -337,7 +369,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
       const bool last = res.offset + len >= res.length;
       // The region or window may have gone since the request was accepted.
       Resolved m;
-      if (s.dev->memory.check_remote(qp.pd, qp.qpn, res.rkey, res.va + res.offset, len,
+      if (s.dev->memory.check_remote(qp.pd, qp.id, res.rkey, res.va + res.offset, len,
                                      kAccessRemoteRead, &m) != KeyCheck::kOk) {
         res.active = false;
         r.reads_active--;
@@ -372,6 +404,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   while (r.reads_active == 0 && !r.deferred.empty()) {
     auto [m, pkt] = r.deferred.front();
     r.deferred.pop_front();
+    s.held--;
     responder_packet(s, qp, pkt, nullptr);
     rte_pktmbuf_free(m);
     sent++;

@@ -56,7 +56,12 @@ bool send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
   p.deth.qkey = qp.caps.gsi ? kGsiQkey : w.wr.ud.qkey;
   p.deth.src_qp = qp.qpn;
   Gather g;
-  requester_gather(w, 0, w.length, &g);
+  // Checked again here: a datagram may have waited for ARP since FETCH, and its region with it.
+  if (!requester_gather_checked(s, qp, w, 0, w.length, &g)) {
+    w.state = WqeState::kError;
+    w.status = WcStatus::kLocalProtection;
+    return true;
+  }
   if (!send_packet_to(s, qp, p, &g)) return false;
   qp.req.psn = psn_add(qp.req.psn, 1);
   w.state = WqeState::kDone;
@@ -126,6 +131,8 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   c.src_ipv4 = pkt.ip4.src;
   c.src_qpn = pkt.deth.src_qp;
   qp.recvs_completed.fetch_add(1, std::memory_order_release);
+  // A datagram is unreliable anyway: one lost on a full CQ is counted there (Cq::overrun), and
+  // the QP (QP1, the CM's, among them) goes on: a flood must not take the CM down.
   qp.recv_cq->impl()->push(c);
 }
 

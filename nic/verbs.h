@@ -39,6 +39,9 @@ enum WrFlags : uint8_t {
   kWrFence = 1u << 1,      ///< wait for earlier READs and atomics to complete
   kWrSolicited = 1u << 2,  ///< set the SE bit on the last packet
   kWrInline = 1u << 3,     ///< the payload is in `inline_data`, copied at post time
+  /// kBindMw / kLocalInv: bind.mw_key / invalidate_rkey is the window's handle (the key
+  /// alloc_mw returned), not its current key
+  kWrWindowHandle = 1u << 4,
 };
 
 struct Sge {

@@ -64,7 +64,7 @@ struct Table {
   }
   KeyCheck invalidate(uint32_t i) {
     uint64_t ctx;
-    return mem.invalidate_mw(kPd, mw_keys[i], &ctx);
+    return mem.invalidate_mw(kPd, kQpn, mw_keys[i], &ctx);
   }
 };
 

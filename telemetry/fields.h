@@ -51,7 +51,8 @@ inline std::vector<Field> engine_fields(const nic::Device::Counters& c) {
           {"unknown_qp", c.unknown_qp},
           {"dispatched", c.dispatched},
           {"dispatch_dropped", c.dispatch_dropped},
-          {"tx_dropped", c.tx_dropped}};
+          {"tx_dropped", c.tx_dropped},
+          {"held_dropped", c.held_dropped}};
 }
 
 inline std::vector<Field> engine_rejects(const nic::Device::Counters& c) {

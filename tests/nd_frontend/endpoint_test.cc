@@ -748,6 +748,81 @@ TEST_F(Nd, DeregisterWhileAWindowIsBoundIsBusy) {
   b.mr = nullptr;
 }
 
+// A Bind that fails (the window is bound already) takes the endpoint to ERROR but leaves the
+// window as it was, and the application can still release it and deregister its memory
+// (before: the frontend took the failed bind's token for the window's, so Release missed the
+// window, its first token stayed bound and DeregisterMemory said ND_DEVICE_BUSY for ever).
+TEST_F(Nd, AFailedBindLeavesTheWindowTheApplicationsToRelease) {
+  connect();
+  ND_RESULT inv{}, bind1{}, bind2{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR d1, d2;
+  ASSERT_EQ(b.ep->Bind(&bind1, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_WRITE, &d1), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  ASSERT_EQ(bind1.Status, ND_SUCCESS);
+  ASSERT_EQ(b.ep->Bind(&bind2, b.mr, mw, b.buf.data() + 8192, 4096, ND_OP_FLAG_ALLOW_WRITE, &d2), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_TRUE(FAILED(bind2.Status)) << std::hex << bind2.Status;
+  mw->Release();
+  b.ep->Release();
+  b.ep = nullptr;
+  OVERLAPPED ov{};
+  HRESULT hr = b.adapter->DeregisterMemory(b.mr, &ov);
+  if (hr == ND_PENDING) {
+    SIZE_T bytes;
+    hr = b.adapter->GetOverlappedResult(&ov, &bytes, TRUE);
+  }
+  EXPECT_EQ(hr, ND_SUCCESS) << std::hex << hr;
+  if (hr == ND_SUCCESS) b.mr = nullptr;
+}
+
+// A peer pushes the endpoint to ERROR while a Bind is queued: the Bind is flushed without
+// running, and the window, bound again on a new connection, works (before: the frontend had
+// already taken the flushed bind's token as the window's key, so every later Bind failed).
+TEST_F(Nd, AFlushedBindLeavesTheWindowBindableOnTheNextConnection) {
+  connect();
+  ND_RESULT inv{}, bind1{}, bind2{}, wr{};
+  INDMemoryWindow* mw = nullptr;
+  ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
+  ND_MW_DESCRIPTOR d1, d2;
+  b.ep->StartRequestBatch();
+  ASSERT_EQ(b.ep->Bind(&bind1, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_WRITE, &d1), ND_SUCCESS);
+  ASSERT_EQ(b.ep->Flush(), ND_SUCCESS);
+  b.ep->SubmitRequestBatch();
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(bind1.Status, ND_CANCELED);
+  // A new connection on new endpoints.
+  for (Side* s : {&a, &b}) {
+    s->ep->Release();
+    s->ep = nullptr;
+    ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
+              ND_SUCCESS);
+  }
+  connect();
+  ASSERT_EQ(b.ep->Bind(&bind2, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_WRITE, &d2), ND_SUCCESS);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(bind2.Status, ND_SUCCESS) << std::hex << bind2.Status;
+  std::memset(a.buf.data(), 0x4E, 64);
+  ND_SGE w = sge(a, 0, 64);
+  ASSERT_EQ(a.ep->Write(&wr, &w, 1, &d2, 0, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  EXPECT_EQ(wr.Status, ND_SUCCESS) << std::hex << wr.Status;
+  EXPECT_EQ(b.buf[0], 0x4E);
+  mw->Release();
+}
+
+// Receive refuses an SGE it cannot take whole, as Send does (before: its length was cut to 32
+// bits and the receive posted).
+TEST_F(Nd, ReceiveWithAnSgeLongerThanAMessageIsRefused) {
+  connect();
+  ND_RESULT rr{};
+  ND_SGE in{b.buf.data(), (SIZE_T(1) << 32) + 64, b.mr};
+  EXPECT_EQ(b.ep->Receive(&rr, &in, 1), ND_BUFFER_OVERFLOW);
+  ND_SGE ok = sge(b, 0, 64);
+  EXPECT_EQ(b.ep->Receive(&rr, &ok, 1), ND_SUCCESS);  // the endpoint still works
+}
+
 TEST_F(Nd, RegisterMemoryBadArguments) {
   OVERLAPPED ov{};
   ND_MR_HANDLE mr = nullptr;

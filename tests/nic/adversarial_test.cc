@@ -1,88 +1,13 @@
 // Hostile frames injected into B's port: none may change a byte of B's memory, and a QP pair
 // that is not attacked keeps working throughout.
 #include <cstring>
-#include <tuple>
 
-#include <rte_mbuf.h>
-
-#include "tests/nic/two_nodes.h"
-#include "wire/packet.h"
+#include "tests/nic/hostile.h"
 
 namespace ndnic::nic::testing {
 namespace {
 
-class Adversarial : public TwoNodes {
- protected:
-  /// Injects a WRITE ONLY frame from A's port as if from A's QP. `mutate` may damage it.
-  void inject_write(uint32_t dest_qp, uint32_t psn, uint32_t rkey, uint64_t va, uint32_t len,
-                    const std::function<void(std::vector<uint8_t>&)>& mutate = nullptr,
-                    uint32_t src_ip = 0) {
-    wire::RocePacket p;
-    std::memcpy(p.eth.dst, b->port.mac().addr_bytes, 6);
-    std::memcpy(p.eth.src, a->port.mac().addr_bytes, 6);
-    p.ip4.src = src_ip ? src_ip : a->port.ipv4();
-    p.ip4.dst = b->port.ipv4();
-    p.udp.src_port = 0xC000;
-    p.bth.opcode = wire::kRcWriteOnly;
-    p.bth.dest_qp = dest_qp;
-    p.bth.psn = psn;
-    p.bth.ack_req = true;
-    p.reth = {va, rkey, len};
-    std::vector<uint8_t> payload(len, 0xEE);
-    p.payload = payload.data();
-    p.payload_len = len;
-    std::vector<uint8_t> f(wire::frame_length(p));
-    ASSERT_EQ(wire::encode_frame(p, f.data(), f.size()), f.size());
-    if (mutate) mutate(f);
-    rte_mbuf* m = rte_pktmbuf_alloc(a->port.mempool());
-    ASSERT_NE(m, nullptr);
-    std::memcpy(rte_pktmbuf_append(m, uint16_t(f.size())), f.data(), f.size());
-    ASSERT_EQ(a->port.tx_burst(&m, 1), 1);
-    run_until([] { return false; }, 20);  // let B process it (and answer)
-  }
-
-  /// A second, untouched QP pair on the same devices; SEND + WRITE must keep working on it.
-  void check_good_pair_works(uint32_t round) {
-    SendWr s = send_wr(WrOpcode::kSend, *a, 0, 64, 5000 + round);
-    ASSERT_TRUE(good_b->post_recv(recv_wr(*b, kGoodArea, 64, round)));
-    for (int i = 0; i < 64; i++) a->buf[i] = uint8_t(round + i);
-    ASSERT_TRUE(good_a->post_send(s));
-    std::vector<Completion> sc, rc;
-    ASSERT_TRUE(wait_cq(good_scq, 1, &sc));
-    ASSERT_TRUE(wait_cq(good_rcq, 1, &rc));
-    EXPECT_EQ(sc[0].status, WcStatus::kSuccess);
-    EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
-    EXPECT_EQ(0, memcmp(b->buf.data() + kGoodArea, a->buf.data(), 64));
-  }
-
-  void make_good_pair() {
-    good_scq = a->dev.create_cq(64);
-    good_rcq = b->dev.create_cq(64);
-    QpCaps ca, cb;
-    ca.send_cq = ca.recv_cq = good_scq;
-    ca.pd = a->pd;
-    cb.send_cq = cb.recv_cq = good_rcq;
-    cb.pd = b->pd;
-    good_a = a->dev.create_qp(ca);
-    good_b = b->dev.create_qp(cb);
-    ASSERT_TRUE(good_a && good_b);
-    for (auto [me, peer, ip] : {std::tuple{good_a, good_b, b->port.ipv4()}, std::tuple{good_b, good_a, a->port.ipv4()}}) {
-      QpAttr at;
-      at.remote_qpn = peer->qpn();
-      at.dest_ipv4 = ip;
-      at.rq_psn = at.sq_psn = 0x500;
-      ASSERT_TRUE(me->modify(QpState::kInit, at));
-      ASSERT_TRUE(me->modify(QpState::kRtr, at));
-      ASSERT_TRUE(me->modify(QpState::kRts, at));
-    }
-  }
-
-  static constexpr uint64_t kGoodArea = 900 * 1024;
-  Qp* good_a = nullptr;
-  Qp* good_b = nullptr;
-  Cq* good_scq = nullptr;
-  Cq* good_rcq = nullptr;
-};
+using Adversarial = Hostile;
 
 TEST_F(Adversarial, HostileFramesChangeNothing) {
   connect();

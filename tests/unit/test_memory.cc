@@ -230,12 +230,12 @@ TEST_F(MemoryTest, InvalidateThenRebind) {
   uint32_t mw;
   const uint32_t w = bound_window(mr, 0, 128, kAccessRemoteRead, &mw);
   uint64_t ctx = 0;
-  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, mw, &ctx));  // the pre-bind key is stale
-  EXPECT_EQ(KeyCheck::kBadPd, table.invalidate_mw(kOtherPd, w, &ctx));
-  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, w, &ctx));
+  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, kQpn, mw, &ctx));  // the pre-bind key is stale
+  EXPECT_EQ(KeyCheck::kBadPd, table.invalidate_mw(kOtherPd, kQpn, w, &ctx));
+  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, w, &ctx));
   EXPECT_EQ(ctx, 0xc0ffeeu);
   EXPECT_EQ(KeyCheck::kInvalidated, remote(w, a, 8, kAccessRemoteRead));
-  EXPECT_EQ(KeyCheck::kInvalidated, table.invalidate_mw(kPd, w, &ctx));
+  EXPECT_EQ(KeyCheck::kInvalidated, table.invalidate_mw(kPd, kQpn, w, &ctx));
 
   // Bound again with a new key byte: the new key works, the old one does not.
   uint32_t w2 = 0;
@@ -249,7 +249,7 @@ TEST_F(MemoryTest, InvalidateThenRebind) {
   EXPECT_EQ(KeyCheck::kOk, remote(w2, a + 64, 64, kAccessRemoteWrite, kOtherQpn));
   EXPECT_EQ(KeyCheck::kBadQp, remote(w2, a + 64, 8, kAccessRemoteWrite, kQpn));
   EXPECT_EQ(KeyCheck::kOutOfRange, remote(w2, a, 8, kAccessRemoteWrite, kOtherQpn));
-  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, w, &ctx));
+  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, kQpn, w, &ctx));
 }
 
 TEST_F(MemoryTest, BindRefusals) {
@@ -297,7 +297,7 @@ TEST_F(MemoryTest, UnboundWindowIsNotAccessible) {
   const uint32_t mw = table.alloc_mw(kPd, 1);
   EXPECT_EQ(KeyCheck::kBadKey, remote(mw, va(buf.data()), 8, kAccessRemoteRead));
   uint64_t ctx;
-  EXPECT_EQ(KeyCheck::kInvalidated, table.invalidate_mw(kPd, mw, &ctx));
+  EXPECT_EQ(KeyCheck::kInvalidated, table.invalidate_mw(kPd, kQpn, mw, &ctx));
   EXPECT_TRUE(table.dealloc_mw(mw));
   EXPECT_FALSE(table.dealloc_mw(mw));
   // The slot's next allocation gets a different key.
@@ -315,7 +315,7 @@ TEST_F(MemoryTest, DeregisterRefusedWhileWindowsAreBound) {
   EXPECT_FALSE(table.deregister_mr(mr));
   EXPECT_EQ(KeyCheck::kOk, local(mr, va(buf.data()), 8));  // refused means untouched
   uint64_t ctx;
-  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, w1, &ctx));
+  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, w1, &ctx));
   EXPECT_FALSE(table.deregister_mr(mr));
   // Deallocating a bound window unbinds it (rxe_mw_cleanup drops the region's count).
   EXPECT_TRUE(table.dealloc_mw(w2));
@@ -355,7 +355,7 @@ TEST(MemoryConcurrency, TwoLcoresNeverBothWinABindOrInvalidate) {
         current.store(nk);
       }
       uint64_t ctx;
-      if (table.invalidate_mw(kPd, current.load(), &ctx) == KeyCheck::kOk) invalidates++;
+      if (table.invalidate_mw(kPd, kQpn, current.load(), &ctx) == KeyCheck::kOk) invalidates++;
       r = round.fetch_add(1);
     }
   };
@@ -367,7 +367,7 @@ TEST(MemoryConcurrency, TwoLcoresNeverBothWinABindOrInvalidate) {
   EXPECT_GE(binds.load(), invalidates.load());
   EXPECT_LE(binds.load() - invalidates.load(), 1u);
   uint64_t ctx;
-  table.invalidate_mw(kPd, current.load(), &ctx);
+  table.invalidate_mw(kPd, kQpn, current.load(), &ctx);
   EXPECT_TRUE(table.deregister_mr(mr));
 }
 
@@ -462,6 +462,154 @@ TEST(MemoryConcurrency, ReaderNeverSeesATornRegion) {
   std::printf("%u registrations, %llu reads, %llu resolved\n", cycles,
               (unsigned long long)reads.load(), (unsigned long long)hits.load());
   std::free(qsbr);
+}
+
+
+// A peer of another connection must not revoke a window (IBTA: a type-2 window is invalidated
+// only through its own QP); the window keeps working for its own QP.
+TEST_F(MemoryTest, InvalidateOnlyThroughTheBoundQp) {
+  const uint64_t a = va(buf.data());
+  const uint32_t mr = reg(kAccessLocalWrite | kAccessMwBind);
+  const uint32_t w = bound_window(mr, 0, 128, kAccessRemoteWrite);
+  uint64_t ctx = 0;
+  EXPECT_EQ(KeyCheck::kBadQp, table.invalidate_mw(kPd, kOtherQpn, w, &ctx));
+  EXPECT_EQ(KeyCheck::kOk, remote(w, a, 8, kAccessRemoteWrite));
+  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, w, &ctx));
+  EXPECT_EQ(KeyCheck::kInvalidated, remote(w, a, 8, kAccessRemoteWrite));
+}
+
+// The ND frontend names windows by handle: a bind that fails leaves the window bound under its
+// old key, and Invalidate and release still reach it, so the region is released and can be
+// deregistered (before: the frontend's key went out of step and both failed for ever).
+TEST_F(MemoryTest, HandleNamesTheWindowWhateverItsKey) {
+  const uint64_t a = va(buf.data());
+  const uint32_t mr = reg(kAccessLocalWrite | kAccessMwBind);
+  const uint32_t h = table.alloc_mw(kPd, 5);
+  uint32_t k1 = 0, k2 = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, h, mr, a, 64, kAccessRemoteRead,
+                                         uint8_t(key_byte(h) + 3), &k1, MwName::kHandle));
+  // A second bind while bound fails and changes nothing.
+  EXPECT_EQ(KeyCheck::kNoAccess, table.bind_mw(kPd, kQpn, h, mr, a, 64, kAccessRemoteRead,
+                                               uint8_t(key_byte(k1) + 9), &k2, MwName::kHandle));
+  EXPECT_EQ(KeyCheck::kOk, remote(k1, a, 8, kAccessRemoteRead));
+  EXPECT_FALSE(table.deregister_mr(mr));  // a window is bound to it
+  uint64_t ctx = 0;
+  EXPECT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, h, &ctx, MwName::kHandle));
+  EXPECT_EQ(KeyCheck::kInvalidated, remote(k1, a, 8, kAccessRemoteRead));
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, h, mr, a, 64, kAccessRemoteRead,
+                                         uint8_t(key_byte(k1) + 9), &k2, MwName::kHandle));
+  EXPECT_TRUE(table.dealloc_mw(h));  // by handle, while bound under k2
+  EXPECT_EQ(KeyCheck::kBadKey, remote(k2, a, 8, kAccessRemoteRead));
+  EXPECT_TRUE(table.deregister_mr(mr));  // the window let go of the region
+  // A current key is not a handle, and a handle is not the current key once bound.
+  const uint32_t h2 = table.alloc_mw(kPd, 6);
+  const uint32_t mr2 = reg(kAccessLocalWrite | kAccessMwBind);
+  uint32_t k3 = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, h2, mr2, a, 64, kAccessRemoteRead,
+                                         uint8_t(key_byte(h2) + 1), &k3));
+  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, kQpn, k3, &ctx, MwName::kHandle));
+  EXPECT_EQ(KeyCheck::kBadKey, table.invalidate_mw(kPd, kQpn, h2, &ctx));
+}
+
+// A destroyed QP's windows die with it; windows of other QPs live on.
+TEST_F(MemoryTest, InvalidateBoundToOneQp) {
+  const uint64_t a = va(buf.data());
+  const uint32_t mr = reg(kAccessLocalWrite | kAccessMwBind);
+  const uint32_t w1 = bound_window(mr, 0, 64, kAccessRemoteRead);
+  const uint32_t w2 = bound_window(mr, 64, 64, kAccessRemoteRead);
+  const uint32_t mw3 = table.alloc_mw(kPd, 3);
+  uint32_t w3 = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kOtherQpn, mw3, mr, a + 128, 64, kAccessRemoteRead,
+                                         uint8_t(key_byte(mw3) + 1), &w3));
+  EXPECT_EQ(2u, table.invalidate_bound_to(kQpn));
+  EXPECT_EQ(KeyCheck::kInvalidated, remote(w1, a, 8, kAccessRemoteRead));
+  EXPECT_EQ(KeyCheck::kInvalidated, remote(w2, a + 64, 8, kAccessRemoteRead));
+  EXPECT_EQ(KeyCheck::kOk, remote(w3, a + 128, 8, kAccessRemoteRead, kOtherQpn));
+  EXPECT_EQ(0u, table.invalidate_bound_to(kQpn));
+}
+
+// Keys a peer saw say nothing of the next ones: a slot's key byte never repeats from one
+// registration to the next, and slots are not handed out in index order.
+TEST_F(MemoryTest, KeysAreNotPredictable) {
+  unsigned byte_plus_one = 0;
+  uint32_t prev = reg(kAccessLocalWrite);
+  for (int i = 0; i < 64; i++) {
+    ASSERT_TRUE(table.deregister_mr(prev));
+    // 16 slots, FIFO reuse: deregister and register until the same slot comes back.
+    uint32_t key = reg(kAccessLocalWrite);
+    std::vector<uint32_t> others;
+    while (key_index(key) != key_index(prev)) {
+      others.push_back(key);
+      key = reg(kAccessLocalWrite);
+    }
+    EXPECT_NE(key_byte(key), key_byte(prev));
+    byte_plus_one += key_byte(key) == uint8_t(key_byte(prev) + 1);
+    for (uint32_t k : others) ASSERT_TRUE(table.deregister_mr(k));
+    prev = key;
+  }
+  EXPECT_LT(byte_plus_one, 8u) << "key bytes step by one";
+  unsigned steps_of_one = 0;
+  std::vector<uint32_t> idx;
+  MemoryTable fresh;
+  ASSERT_TRUE(fresh.init(64, 64, nullptr));
+  for (int i = 0; i < 16; i++) idx.push_back(key_index(fresh.alloc_mw(kPd, 0)));
+  for (size_t i = 1; i < idx.size(); i++) steps_of_one += idx[i] == idx[i - 1] + 1;
+  EXPECT_LT(steps_of_one, 8u) << "window slots come out in index order";
+}
+
+
+// Two application threads register, deregister, allocate and free windows at once (several
+// connections' set-up in parallel): no slot is handed out twice, so no two live keys share an
+// index, and every slot comes back (before: the free lists were not safe for two writers).
+TEST(MemoryConcurrency, TwoApplicationThreadsShareTheTables) {
+  constexpr uint32_t kSlots = 64;
+  MemoryTable table;
+  ASSERT_TRUE(table.init(kSlots, kSlots, nullptr));
+  std::vector<uint8_t> mem(4096);
+  std::atomic<uint32_t> owner[2 * kSlots + 1] = {};  // index -> thread holding it (1-based), 0 none
+  std::atomic<unsigned> clashes{0}, failures{0};
+  std::atomic<int> ready{0};
+  auto work = [&](uint32_t me) {
+    std::vector<uint32_t> mine;
+    ready++;
+    while (ready.load() < 2) {}  // both at once, not one after the other
+    for (int i = 0; i < 200000; i++) {
+      if (mine.size() < kSlots / 4 && i % 3 != 2) {
+        uint32_t key = 0;
+        if (i % 2) {
+          if (!table.register_mr(kPd, mem.data(), mem.size(), kAccessLocalWrite, &key)) continue;
+        } else if ((key = table.alloc_mw(kPd, 0)) == 0) {
+          continue;
+        }
+        const uint32_t slot = is_mw_key(key) ? kSlots + key_index(key) - kMwKeyBase : key_index(key) - 1;
+        uint32_t none = 0;
+        if (!owner[slot].compare_exchange_strong(none, me)) clashes++;
+        mine.push_back(key);
+      } else if (!mine.empty()) {
+        const uint32_t key = mine.back();
+        mine.pop_back();
+        const uint32_t slot = is_mw_key(key) ? kSlots + key_index(key) - kMwKeyBase : key_index(key) - 1;
+        owner[slot].store(0);
+        if (!(is_mw_key(key) ? table.dealloc_mw(key) : table.deregister_mr(key))) failures++;
+      }
+    }
+    for (uint32_t key : mine) {
+      const uint32_t slot = is_mw_key(key) ? kSlots + key_index(key) - kMwKeyBase : key_index(key) - 1;
+      owner[slot].store(0);
+      if (!(is_mw_key(key) ? table.dealloc_mw(key) : table.deregister_mr(key))) failures++;
+    }
+  };
+  std::thread t1(work, 1), t2(work, 2);
+  t1.join();
+  t2.join();
+  EXPECT_EQ(clashes.load(), 0u) << "a slot was handed to both threads at once";
+  EXPECT_EQ(failures.load(), 0u);
+  // Every slot is free again: all of them can be taken once more.
+  for (uint32_t i = 0; i < kSlots; i++) {
+    uint32_t key = 0;
+    EXPECT_TRUE(table.register_mr(kPd, mem.data(), mem.size(), 0, &key)) << i;
+    EXPECT_NE(table.alloc_mw(kPd, 0), 0u) << i;
+  }
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "nd_frontend/cm_agent.h"
 #include "nd_frontend/nd.h"
+#include "nd_frontend/status.h"
 
 namespace ndnic::nd_node {
 namespace {
@@ -115,6 +116,7 @@ std::string status_text(HRESULT hr) {
       {ND_CANCELED, "ND_CANCELED"},
       {ND_REMOTE_ERROR, "ND_REMOTE_ERROR"},
       {ND_INVALID_ADDRESS, "ND_INVALID_ADDRESS"},
+      {nd::STATUS_BAD_NETWORK_NAME, "STATUS_BAD_NETWORK_NAME"},
       {ND_ADDRESS_ALREADY_EXISTS, "ND_ADDRESS_ALREADY_EXISTS"},
       {ND_CONNECTION_REFUSED, "ND_CONNECTION_REFUSED"},
       {ND_CONNECTION_INVALID, "ND_CONNECTION_INVALID"},
