@@ -4,6 +4,7 @@
 // that nothing is held without bound, and that an untouched QP pair keeps working.
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -239,6 +240,47 @@ TEST_F(ResponderHostile, FlushReportsAnExecutedBindAsDone) {
   EXPECT_EQ(sc[1].wr_id, 2u);
   EXPECT_EQ(sc[1].status, WcStatus::kSuccess) << wc_status_name(sc[1].status);
   EXPECT_EQ(sc[1].imm_or_inv, key);
+}
+
+
+// A receive CQ too small for what arrives: the completion that does not fit is an error, never
+// a silent loss. The QP goes to ERROR and the CQ says it overran (before: the completion was
+// dropped, the QP went on, and the application waited for a result that would never come).
+TEST_F(ResponderHostile, AFullCqTakesTheQpToErrorInsteadOfLosingACompletion) {
+  connect();
+  constexpr uint32_t kCqEntries = 4;
+  Cq* tiny = b->dev.create_cq(kCqEntries);
+  ASSERT_NE(tiny, nullptr);
+  Cq* a_cq = a->dev.create_cq(64);
+  QpCaps ca, cb;
+  ca.send_cq = ca.recv_cq = a_cq;
+  ca.pd = a->pd;
+  cb.send_cq = cb.recv_cq = tiny;
+  cb.pd = b->pd;
+  Qp* qa = a->dev.create_qp(ca);
+  Qp* qb = b->dev.create_qp(cb);
+  ASSERT_TRUE(qa && qb);
+  for (auto [me, peer, ip] : {std::tuple{qa, qb, b->port.ipv4()}, std::tuple{qb, qa, a->port.ipv4()}}) {
+    QpAttr at;
+    at.remote_qpn = peer->qpn();
+    at.dest_ipv4 = ip;
+    at.rq_psn = at.sq_psn = 0x700;
+    ASSERT_TRUE(me->modify(QpState::kInit, at));
+    ASSERT_TRUE(me->modify(QpState::kRtr, at));
+    ASSERT_TRUE(me->modify(QpState::kRts, at));
+  }
+  const uint32_t capacity = tiny->capacity();
+  for (uint32_t i = 0; i < capacity + 2; i++) ASSERT_TRUE(qb->post_recv(recv_wr(*b, 4096 * i, 64, 100 + i)));
+  for (uint32_t i = 0; i < capacity + 1; i++) ASSERT_TRUE(qa->post_send(send_wr(WrOpcode::kSend, *a, 0, 64, i)));
+  EXPECT_TRUE(run_until([&] { return qb->state() == QpState::kError; }));
+  EXPECT_TRUE(tiny->overrun());
+  Completion c[64];
+  EXPECT_EQ(tiny->poll(c, 64), capacity);  // what fitted is there, in order
+  for (uint32_t i = 0; i < capacity; i++) EXPECT_EQ(c[i].wr_id, 100 + i);
+  b->dev.destroy_qp(qb);
+  a->dev.destroy_qp(qa);
+  b->dev.destroy_cq(tiny);
+  a->dev.destroy_cq(a_cq);
 }
 
 }  // namespace
