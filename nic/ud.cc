@@ -25,23 +25,26 @@ glue::Resolve dest_mac(Shard& s, const UdDest& ud, rte_ether_addr* mac) {
   return s.port->resolve(ud.dest_ipv4, mac);
 }
 
-/// Sends the datagram of `w`, or fails it. False: it has to wait (ARP, no mbuf).
-bool send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
+/// What became of a datagram: sent or failed (done either way), or waiting.
+enum class Datagram : uint8_t { kDone, kWaitForArp, kNoRoom };
+
+/// Sends the datagram of `w`, or fails it.
+Datagram send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
   // IBTA C10-93.1.1 has the CI drop an oversize UD message silently (rxe fakes success);
   // failing it tells the sender (the CM) at once instead.
   if (w.length > qp.attr.path_mtu) {
     w.state = WqeState::kError;
     w.status = WcStatus::kLocalLength;
-    return true;
+    return Datagram::kDone;
   }
   rte_ether_addr mac;
   switch (dest_mac(s, w.wr.ud, &mac)) {
     case glue::Resolve::kPending:
-      return false;
+      return Datagram::kWaitForArp;
     case glue::Resolve::kFailed:  // ARP went unanswered: the nearest thing to retries exhausted
       w.state = WqeState::kError;
       w.status = WcStatus::kRetryExceeded;
-      return true;
+      return Datagram::kDone;
     case glue::Resolve::kResolved:
       break;
   }
@@ -60,12 +63,12 @@ bool send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
   if (!requester_gather_checked(s, qp, w, 0, w.length, &g)) {
     w.state = WqeState::kError;
     w.status = WcStatus::kLocalProtection;
-    return true;
+    return Datagram::kDone;
   }
-  if (!send_packet_to(s, qp, p, &g)) return false;
+  if (!send_packet_to(s, qp, p, &g)) return Datagram::kNoRoom;
   qp.req.psn = psn_add(qp.req.psn, 1);
   w.state = WqeState::kDone;
-  return true;
+  return Datagram::kDone;
 }
 
 /// Scatters a datagram into a receive; the status its completion carries.
@@ -90,12 +93,18 @@ unsigned ud_requester_run(Shard& s, Qp::Impl& qp) {
   if (!requester_ready(s, qp)) return 0;
   ReqState& r = qp.req;
   unsigned done = 0;
-  while (done < kSendBudget && r.next != r.tail && s.tx_room()) {
-    SendWqe& w = r.sq[r.next & r.mask];
-    if (w.state == WqeState::kPosted && !send_datagram(s, qp, w)) break;
-    r.next++;
-    done++;
+  // A datagram waiting for its destination's ARP does not hold back those behind it: a CM
+  // peer that never answers ARP (a spoofed source, say) would otherwise stall every MAD of QP1
+  // for a second each time. Datagrams to one destination keep their order (they all wait for
+  // the same answer), and completions stay in order.
+  for (uint32_t i = r.next; done < kSendBudget && i != r.tail && s.tx_room(); i++) {
+    SendWqe& w = r.sq[i & r.mask];
+    if (w.state != WqeState::kPosted) continue;
+    const Datagram d = send_datagram(s, qp, w);
+    if (d == Datagram::kNoRoom) break;
+    if (d == Datagram::kDone) done++;
   }
+  while (r.next != r.tail && r.sq[r.next & r.mask].state != WqeState::kPosted) r.next++;
   // A failed request does not take the QP to ERROR: QP1 serves every peer of the device, and
   // one bad datagram must not cut off the others.
   for (; r.head != r.next; r.head++) complete_wqe(qp, r.sq[r.head & r.mask]);

@@ -314,6 +314,32 @@ TEST_F(Ud, GsiQpIsUniqueAndUdTakesSendsOnly) {
 // Two shards on one two-queue port: UD QPs live on shard 0, which owns ARP, and datagrams
 // that arrive on queue 1 are dispatched to it. The peer is a bare port that puts frames on
 // either queue (a net_ring pair has no RSS: A's TX queue q is B's RX queue q).
+
+// A datagram whose destination never answers ARP does not hold back the datagrams behind it
+// (before: QP1 stalled every later MAD until ARP gave up, about a second per such address), and
+// the send completions still come in order.
+TEST_F(Ud, ADatagramWaitingForArpDoesNotHoldBackTheOthers) {
+  Qp* qa = ud_qp(*a, false);
+  Qp* qb = ud_qp(*b, false);
+  ASSERT_TRUE(qb->post_recv(recv_wr(*b, 100000, 2048, 7)));
+  SendWr lost = datagram(*a, 0, 100, 1, *b, qb->qpn(), kQkey, 0x11);
+  lost.ud.dest_ipv4 = b->port.ipv4() + 77;  // nobody there: ARP is never answered
+  ASSERT_TRUE(qa->post_send(lost));
+  ASSERT_TRUE(qa->post_send(datagram(*a, 1024, 100, 2, *b, qb->qpn(), kQkey, 0x22)));
+  std::vector<Completion> rb, sa;
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rb));
+  EXPECT_EQ(b->buf[100000], 0x22);
+  Completion c[4];
+  // The first is still waiting for ARP (about a second), so nothing has completed yet; had the
+  // second waited behind it, both would have completed by now.
+  EXPECT_EQ(a->scq->poll(c, 4), 0u) << "the second datagram waited for the first one's ARP";
+  ASSERT_TRUE(wait_cq(a->scq, 2, &sa, 5000));
+  EXPECT_EQ(sa[0].wr_id, 1u);
+  EXPECT_EQ(sa[0].status, WcStatus::kRetryExceeded);
+  EXPECT_EQ(sa[1].wr_id, 2u);
+  EXPECT_EQ(sa[1].status, WcStatus::kSuccess);
+}
+
 TEST(UdSharded, DatagramsOnEitherQueueReachTheQp) {
   constexpr unsigned kShards = 2;
   uint16_t pa, pb;
