@@ -463,6 +463,9 @@ class CmHostileTest : public ::testing::Test {
   }
 
   Node a, b;
+  /// Events of connections a test starts beside a.ev and b.ev: an agent delivers events until
+  /// TearDown stops it, after the test body's locals are gone.
+  std::deque<Events> more_events_;
   Node* registered_ = nullptr;
   std::vector<IUnknown*> nd_objects_;  ///< released in reverse, adapter last
 };
@@ -596,7 +599,7 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
   ASSERT_NE(port, 0);
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
-  Events ev2;
+  Events& ev2 = more_events_.emplace_back();  // outlives the agents that call it
   CmConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
@@ -636,7 +639,7 @@ TEST_F(CmHostileTest, RequestNobodyAnswersIsRefusedWithTimeout) {
   // Taken and never answered: a late accept fails rather than answer a peer that was refused.
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
-  Events ev2;
+  Events& ev2 = more_events_.emplace_back();  // outlives the agents that call it
   p.qp = second;
   ASSERT_NE(a.cm->connect(p, ev2.cb()), 0u);
   CmRequest r;
@@ -908,7 +911,8 @@ TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
   ASSERT_EQ(ad->Listen(2, 0, 0, &assigned, &l), ND_SUCCESS);
   keep(l);
   CmAgent* agent = static_cast<NdAdapter*>(ad)->cm();
-  std::vector<Events> evs(4);
+  std::vector<Events*> evs;  // in the fixture: the agents may still call them after the test
+  for (int i = 0; i < 4; i++) evs.push_back(&more_events_.emplace_back());
   const uint64_t before = agent->counters().mads_received;
   for (size_t i = 0; i < evs.size(); i++) {
     CmConnectParams p;
@@ -916,7 +920,7 @@ TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
     ASSERT_NE(p.qp, nullptr);
     p.dest_ipv4 = kIpB;
     p.dest_port = ntohs(assigned);
-    ASSERT_NE(a.cm->connect(p, evs[i].cb()), 0u);
+    ASSERT_NE(a.cm->connect(p, evs[i]->cb()), 0u);
   }
   const auto end = Clock::now() + std::chrono::milliseconds(kWaitMs);
   while (agent->counters().mads_received < before + evs.size() && Clock::now() < end)
