@@ -177,9 +177,15 @@ void Device::close() {
   for (auto& qp : d.qps) {
     if (qp->send_ring) rte_ring_free(qp->send_ring);
     if (qp->recv_ring) rte_ring_free(qp->recv_ring);
+    // Closed with QPs alive: what their responders held goes back to the pool.
+    for (auto& held : qp->resp.deferred) rte_pktmbuf_free(held.first);
+    qp->resp.deferred.clear();
   }
   for (auto& s : d.shards) {
     s->flush_tx();
+    // Frames the port would not take are not sent after the close either.
+    for (uint16_t i = 0; i < s->ntx; i++) rte_pktmbuf_free(s->tx[i]);
+    s->ntx = 0;
     if (s->control) rte_ring_free(s->control);
     if (s->dispatch) {
       void* m;

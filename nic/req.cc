@@ -295,6 +295,9 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
     if ((w.wr.flags & kWrFence || is_local(op)) && r.rd_atomic_outstanding > 0 && !w.rd_counted) break;
     if (is_local(op)) {
       local_op(s, qp, w);
+      // A failed bind or invalidate stays at `next`, like a request that failed in FETCH: the
+      // QP goes to ERROR when it completes in order, and nothing behind it runs first.
+      if (w.state == WqeState::kError) break;
       r.next++;
       continue;
     }
