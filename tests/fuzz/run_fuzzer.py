@@ -50,8 +50,11 @@ def main():
         print("no golden pcap found for the seed corpus (NDNIC_GOLDEN_DIRS)", file=sys.stderr)
         return 1
     print(f"seed corpus: {len(list(corpus.iterdir()))} distinct inputs from {n} frames and captures", flush=True)
+    # -error_exitcode=1: libFuzzer's default (77) is what meson reads as "skipped", so a crash
+    # would have passed as a skip.
     cmd = [fuzzer, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
-           "-max_len=8192", "-print_final_stats=1", f"-artifact_prefix={workdir}/", str(corpus)]
+           "-max_len=8192", "-print_final_stats=1", "-error_exitcode=1", "-timeout_exitcode=1",
+           f"-artifact_prefix={workdir}/", str(corpus)]
     print(" ".join(cmd), flush=True)
     return subprocess.run(cmd).returncode
 
