@@ -76,11 +76,15 @@ void Hostile::make_good_pair() {
   good_a = a->dev.create_qp(ca);
   good_b = b->dev.create_qp(cb);
   ASSERT_TRUE(good_a && good_b);
-  for (auto [me, peer, ip] : {std::tuple{good_a, good_b, b->port.ipv4()}, std::tuple{good_b, good_a, a->port.ipv4()}}) {
+  connect_pair(good_a, good_b, 0x500);
+}
+
+void Hostile::connect_pair(Qp* x, Qp* y, uint32_t psn) {
+  for (auto [me, peer, ip] : {std::tuple{x, y, b->port.ipv4()}, std::tuple{y, x, a->port.ipv4()}}) {
     QpAttr at;
     at.remote_qpn = peer->qpn();
     at.dest_ipv4 = ip;
-    at.rq_psn = at.sq_psn = 0x500;
+    at.rq_psn = at.sq_psn = psn;
     ASSERT_TRUE(me->modify(QpState::kInit, at));
     ASSERT_TRUE(me->modify(QpState::kRtr, at));
     ASSERT_TRUE(me->modify(QpState::kRts, at));

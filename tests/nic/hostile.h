@@ -29,6 +29,8 @@ class Hostile : public TwoNodes {
   /// B invalidates `key` through its QP; returns the completion status.
   WcStatus local_inv_on_b(uint32_t key);
 
+  /// Takes `x` (on A) and `y` (on B) through INIT, RTR and RTS to each other, both starting at `psn`.
+  void connect_pair(Qp* x, Qp* y, uint32_t psn);
   /// A second QP pair on the same devices, nothing hostile sent to it.
   void make_good_pair();
   /// SEND + receive of 64 bytes on the good pair (into kGoodArea of B's buffer).

@@ -4,7 +4,6 @@
 // that nothing is held without bound, and that an untouched QP pair keeps working.
 #include <algorithm>
 #include <cstring>
-#include <tuple>
 
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -260,15 +259,7 @@ TEST_F(ResponderHostile, AFullCqTakesTheQpToErrorInsteadOfLosingACompletion) {
   Qp* qa = a->dev.create_qp(ca);
   Qp* qb = b->dev.create_qp(cb);
   ASSERT_TRUE(qa && qb);
-  for (auto [me, peer, ip] : {std::tuple{qa, qb, b->port.ipv4()}, std::tuple{qb, qa, a->port.ipv4()}}) {
-    QpAttr at;
-    at.remote_qpn = peer->qpn();
-    at.dest_ipv4 = ip;
-    at.rq_psn = at.sq_psn = 0x700;
-    ASSERT_TRUE(me->modify(QpState::kInit, at));
-    ASSERT_TRUE(me->modify(QpState::kRtr, at));
-    ASSERT_TRUE(me->modify(QpState::kRts, at));
-  }
+  ASSERT_NO_FATAL_FAILURE(connect_pair(qa, qb, 0x700));
   const uint32_t capacity = tiny->capacity();
   for (uint32_t i = 0; i < capacity + 2; i++) ASSERT_TRUE(qb->post_recv(recv_wr(*b, 4096 * i, 64, 100 + i)));
   for (uint32_t i = 0; i < capacity + 1; i++) ASSERT_TRUE(qa->post_send(send_wr(WrOpcode::kSend, *a, 0, 64, i)));
