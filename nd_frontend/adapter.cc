@@ -62,7 +62,7 @@ void unregister_adapter(glue::Port* port) {
 }
 
 NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm)
-    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm) {
+    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm), app_driven_(dev->app_driven()) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   epoll_event ev{};
@@ -101,7 +101,12 @@ void NdAdapter::watch(NdCq* cq) {
 void NdAdapter::unwatch(NdCq* cq) { epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, cq->cq()->event_fd(), nullptr); }
 
 HRESULT NdAdapter::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
-  return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+  return ov ? overlapped_wait(ov, bytes, wait) : ND_INVALID_PARAMETER;
+}
+
+HRESULT NdAdapter::overlapped_wait(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
+  if (!wait || !app_driven_) return overlapped_result(ov, bytes, wait);
+  return overlapped_result_driving(ov, bytes, [this] { return progress(); });
 }
 
 HRESULT NdAdapter::Query(DWORD version, ND_ADAPTER_INFO* info, SIZE_T* size) {

@@ -27,6 +27,9 @@ constexpr int kIdleWaitMs = 1000;
 // How often established connections' QPs are looked at for a transport failure (a peer that
 // vanished). Against the ~0.5 s an RC QP's retries take with rdma_cm's defaults, small.
 constexpr int kTransportWatchMs = 20;
+// Run to completion: when no application thread is inside an ND call, this thread is the only
+// one that moves the device (its MADs, and the ACKs and timers of every QP), this often.
+constexpr int kDriveTickMs = 1;
 // DREQ tries after a transport failure: the peer is most likely gone, so the connection is
 // not held in DREQ_SENT for the full CM retry budget.
 constexpr uint8_t kDreqRetriesAfterFailure = 2;
@@ -173,8 +176,10 @@ void CmAgent::wake() {
 
 void CmAgent::run() {
   pollfd fds[3] = {{recv_cq_->event_fd(), POLLIN, 0}, {send_cq_->event_fd(), POLLIN, 0}, {wake_fd_, POLLIN, 0}};
+  const bool drive = dev_.app_driven();
   for (;;) {
     int wait_ms = 0;
+    if (drive) dev_.progress();
     {
       std::lock_guard lk(mu_);
       if (stopping_) break;
@@ -194,6 +199,7 @@ void CmAgent::run() {
                             std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1, 0,
                             kIdleWaitMs));
         if (watching) wait_ms = std::min(wait_ms, kTransportWatchMs);
+        if (drive) wait_ms = std::min(wait_ms, kDriveTickMs);
       }
     }
     deliver();
@@ -607,7 +613,9 @@ bool CmAgent::watch_transport() {
     if (c->qp->state() != nic::QpState::kError) continue;
     // The RC transport gave up on the peer (retries spent, a fatal NAK, a local Flush): the
     // connection cannot carry data any more. The application hears it as a disconnect, and
-    // the peer, if it is still there, through a DREQ.
+    // the peer, if it is still there, through a DREQ. The QP is closed for good: later posts
+    // are refused as on any ended connection.
+    qp_to_error(*c);
     arm_timer(*c, c->timeout_ms, kDreqRetriesAfterFailure);
     c->state = CmState::kDreqSent;
     transmit(*c, cm_mads::dreq(*c));

@@ -84,7 +84,7 @@ class NdConnector final : public Unknown<INDConnector> {
     return ND_SUCCESS;
   }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override {
-    return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+    return ov ? adapter_->overlapped_wait(ov, bytes, wait) : ND_INVALID_PARAMETER;
   }
 
   HRESULT CreateEndpoint(INDCompletionQueue* in, INDCompletionQueue* out, SIZE_T n_in, SIZE_T n_out,
@@ -489,7 +489,7 @@ class NdListen final : public Unknown<INDListen> {
     return ND_SUCCESS;
   }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override {
-    return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+    return ov ? adapter_->overlapped_wait(ov, bytes, wait) : ND_INVALID_PARAMETER;
   }
 
   HRESULT GetConnectionRequest(INDConnector* pc, OVERLAPPED* ov) override {

@@ -25,7 +25,20 @@ NdCq::~NdCq() {
 }
 
 HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
-  return ov ? overlapped_result(ov, bytes, wait) : ND_INVALID_PARAMETER;
+  if (!ov) return ND_INVALID_PARAMETER;
+  if (!wait || !adapter_->app_driven()) return overlapped_result(ov, bytes, wait);
+  // Run to completion: a Notify is satisfied by the engine this thread drives. The CQ's signal
+  // is seen here, without the notifier thread's wake-up (a hop to another thread per result).
+  uint64_t seen = cq_->signals();
+  return overlapped_result_driving(ov, bytes, [&] {
+    const bool work = adapter_->progress();
+    const uint64_t now = cq_->signals();
+    if (now != seen) {
+      seen = now;
+      notified();
+    }
+    return work;
+  });
 }
 
 HRESULT NdCq::Resize(SIZE_T entries) {
@@ -93,6 +106,7 @@ HRESULT NdCq::CancelOverlappedRequests() {
 }
 
 SIZE_T NdCq::GetResults(ND_RESULT* results[], SIZE_T n) {
+  adapter_->progress();  // run to completion: the caller's look at the CQ moves the engine
   nic::Completion c[64];
   SIZE_T got = 0;
   while (got < n) {

@@ -53,6 +53,7 @@ void NdEndpoint::SubmitRequestBatch() {
   // Room was checked per request; the batch counts as posted like single requests do.
   if (qp_->post_send_burst(batch_.data(), unsigned(batch_.size()))) sends_posted_ += batch_.size();
   batch_.clear();
+  adapter_->progress();
 }
 
 HRESULT NdEndpoint::fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long) {
@@ -74,7 +75,10 @@ HRESULT NdEndpoint::fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_
 HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
                          uint8_t wr_flags) {
   if (!r) return ND_INVALID_PARAMETER;
-  if (qp_->state() != nic::QpState::kRts) return ND_CONNECTION_INVALID;
+  // Connected, or failed by itself: then the request completes ND_CANCELED behind the failure
+  // (the ND_RESULT page), as it would have had the engine not yet seen the failure.
+  const nic::QpState st = qp_->state();
+  if (st != nic::QpState::kRts && (st != nic::QpState::kError || qp_->closed())) return ND_CONNECTION_INVALID;
   bool too_long = false;
   if (sgl || n) {
     const HRESULT hr = fill_sgl(wr, sgl, n, lim_.outbound_sge, &too_long);
@@ -92,6 +96,7 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   }
   if (!qp_->post_send(wr)) return ND_NO_MORE_ENTRIES;
   sends_posted_++;
+  adapter_->progress();  // run to completion: the request leaves now, not at the next look
   return ND_SUCCESS;
 }
 

@@ -56,6 +56,13 @@ class NdAdapter final : public Unknown<INDAdapter> {
   glue::Port* port() const { return port_; }
   uint32_t pd() const { return pd_; }
   CmAgent* cm() const { return cm_; }
+  /// Run-to-completion: no worker lcore runs this adapter's device, its callers do.
+  bool app_driven() const { return app_driven_; }
+  /// Moves the engine when the application drives it (a no-op on worker lcores); true when it
+  /// did some work.
+  bool progress() { return app_driven_ && dev_->progress() != 0; }
+  /// GetOverlappedResult of every object of this adapter.
+  HRESULT overlapped_wait(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait);
   /// Registers the CQ's event fd with the notifier thread.
   void watch(NdCq* cq);
   void unwatch(NdCq* cq);
@@ -71,6 +78,7 @@ class NdAdapter final : public Unknown<INDAdapter> {
   glue::Port* port_;
   uint32_t pd_;
   CmAgent* cm_;  ///< owned by the adapter registry (nd.h): adapters go before unregister_adapter
+  bool app_driven_;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread notifier_;

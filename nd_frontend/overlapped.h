@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nd_frontend/ndspi.h"
+#include "nic/backoff.h"
 
 namespace ndnic::nd {
 
@@ -12,5 +13,21 @@ void overlapped_start(OVERLAPPED* ov);
 void overlapped_complete(OVERLAPPED* ov, HRESULT hr, SIZE_T bytes = 0);
 /// INDOverlapped::GetOverlappedResult: ND_PENDING if not done and !wait, else the result.
 HRESULT overlapped_result(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait);
+
+/// The same wait for an app-driven adapter: nobody else may move the engine, so the waiter
+/// drives it (`drive`, called between looks) instead of sleeping, and backs off as every
+/// polling loop does.
+template <typename Drive>
+HRESULT overlapped_result_driving(OVERLAPPED* ov, SIZE_T* bytes, Drive&& drive) {
+  nic::Backoff backoff;
+  for (;;) {
+    const HRESULT hr = overlapped_result(ov, bytes, FALSE);
+    if (hr != ND_PENDING) return hr;
+    if (drive())
+      backoff.busy();
+    else
+      backoff.idle();
+  }
+}
 
 }  // namespace ndnic::nd

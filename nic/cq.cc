@@ -49,8 +49,7 @@ bool Cq::Impl::push(const Completion& c) {
     overflows.fetch_add(1, std::memory_order_relaxed);
     // Whoever waits hears of it, armed for any result or for errors only.
     if (armed.exchange(CqArm::kNone, std::memory_order_acq_rel) != CqArm::kNone) {
-      uint64_t one = 1;
-      [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
+      signal();
     }
     return false;
   }
@@ -63,11 +62,18 @@ bool Cq::Impl::push(const Completion& c) {
   const bool error = c.status != WcStatus::kSuccess;
   const bool wake = a == CqArm::kAny || (a == CqArm::kSolicited && c.solicited) || error;
   if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) {
-    uint64_t one = 1;
-    [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
+    signal();
   }
   return true;
 }
+
+void Cq::Impl::signal() {
+  signals.fetch_add(1, std::memory_order_release);
+  uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
+}
+
+uint64_t Cq::signals() const { return impl_->signals.load(std::memory_order_acquire); }
 
 bool Cq::overrun() const { return impl_->overflows.load(std::memory_order_relaxed) != 0; }
 

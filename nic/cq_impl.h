@@ -33,6 +33,9 @@ struct Cq::Impl {
   int efd = -1;
   std::atomic<CqArm> armed{CqArm::kNone};
   std::atomic<uint64_t> overflows{0};   ///< completions the full ring could not take
+  std::atomic<uint64_t> signals{0};     ///< writes to efd so far
+
+  void signal();
 
   /// Producer side (lcores). A full ring is a CQ overrun (IBTA: a CQ error): the completion
   /// cannot be kept, so it is counted, the CQ says so from then on (Cq::overrun) and wakes its

@@ -15,6 +15,7 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
+#include "nic/backoff.h"
 #include "nic/engine.h"
 #include "pmd_glue/pmd_glue.h"
 
@@ -47,10 +48,6 @@ void add(QpCounters& to, const QpCounters& c) {
   to.no_recv_drops += c.no_recv_drops;
 }
 
-/// Consecutive empty polls after which a worker yields its CPU: ~100 us, longer than a
-/// ping-pong's idle gap (a yield there costs latency), short against a scheduler slice.
-constexpr unsigned kIdlePollsBeforeYield = 2048;
-
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
   if (s->dev->qsbr) {
@@ -60,14 +57,12 @@ int worker_main(void* arg) {
   // A worker that found nothing to do for a while offers its CPU to any thread waiting for it
   // (an application thread woken by a completion, on a machine with fewer CPUs than busy
   // threads): without this the woken thread waits out the worker's whole scheduler slice.
-  // On a CPU of its own the yield returns at once.
-  unsigned idle = 0;
+  Backoff backoff(Backoff::kWorkerLooks);
   while (s->dev->running.load(std::memory_order_relaxed)) {
-    if (s->poll_once()) {
-      idle = 0;
-    } else if (++idle >= kIdlePollsBeforeYield) {
-      sched_yield();
-    }
+    if (s->poll_once())
+      backoff.busy();
+    else
+      backoff.idle();
   }
   if (s->dev->qsbr) {
     rte_rcu_qsbr_thread_offline(s->dev->qsbr, s->index);
@@ -78,9 +73,27 @@ int worker_main(void* arg) {
 
 }  // namespace
 
+void DeviceImpl::drive_blocking() {
+  Backoff backoff;
+  while (!try_drive()) backoff.idle();
+}
+
+unsigned DeviceImpl::drive_once() {
+  unsigned work = 0;
+  for (auto& s : shards) {
+    rte_rcu_qsbr_thread_online(qsbr, s->index);
+    work += s->poll_once();
+    rte_rcu_qsbr_thread_offline(qsbr, s->index);
+  }
+  return work;
+}
+
 bool DeviceImpl::run_control(Shard& s, ControlCmd& cmd) {
   if (!worker_lcores) {
+    // Between two iterations of whoever drives: the shard's state is ours for the moment.
+    drive_blocking();
     s.apply(&cmd);
+    stop_driving();
     return cmd.ok;
   }
   void* p = &cmd;
@@ -113,7 +126,8 @@ bool Device::open(const DeviceConfig& config) {
   DeviceImpl& d = *impl_;
   d.config = config;
   d.worker_lcores = !config.lcores.empty();
-  if (d.worker_lcores) {
+  {
+    // App-driven devices too: the driving thread is the reader while it drives.
     const size_t sz = rte_rcu_qsbr_get_memsize(nshards);
     d.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("ndnic_qsbr", sz, RTE_CACHE_LINE_SIZE));
     if (!d.qsbr || rte_rcu_qsbr_init(d.qsbr, nshards) != 0) {
@@ -121,6 +135,8 @@ bool Device::open(const DeviceConfig& config) {
       return false;
     }
   }
+  if (!d.worker_lcores)  // one reader slot per shard, online only while a thread drives it
+    for (unsigned i = 0; i < nshards; i++) rte_rcu_qsbr_thread_register(d.qsbr, i);
   if (!d.memory.init(config.max_mrs, config.max_mws, d.qsbr)) {
     error_ = "cannot allocate the memory tables";
     return false;
@@ -202,11 +218,17 @@ void Device::close() {
   impl_.reset();
 }
 
-unsigned Device::poll() {
-  unsigned work = 0;
-  for (auto& s : impl_->shards) work += s->poll_once();
+unsigned Device::poll() { return progress(); }
+
+unsigned Device::progress() {
+  DeviceImpl& d = *impl_;
+  if (d.worker_lcores || !d.try_drive()) return 0;
+  const unsigned work = d.drive_once();
+  d.stop_driving();
   return work;
 }
+
+bool Device::app_driven() const { return impl_ && !impl_->worker_lcores; }
 
 uint32_t Device::alloc_pd() { return impl_->next_pd++; }
 
@@ -392,6 +414,8 @@ uint32_t Qp::qpn() const { return impl_->qpn; }
 QpType Qp::type() const { return impl_->caps.type; }
 
 QpState Qp::state() const { return impl_->state.load(std::memory_order_acquire); }
+
+bool Qp::closed() const { return impl_->closed.load(std::memory_order_acquire); }
 
 bool Qp::modify(QpState to, const QpAttr& attr) {
   ControlCmd cmd;

@@ -108,6 +108,16 @@ struct DeviceImpl {
   std::vector<std::unique_ptr<Cq::Impl>> cqs;
   std::vector<std::unique_ptr<Qp::Impl>> qps;
   bool worker_lcores = false;
+  /// App-driven devices: held by the thread inside progress() or applying a control request,
+  /// so one thread at a time runs the shards (uncontended when one thread drives).
+  std::atomic_flag driving = ATOMIC_FLAG_INIT;
+
+  bool try_drive() { return !driving.test_and_set(std::memory_order_acquire); }
+  void drive_blocking();
+  void stop_driving() { driving.clear(std::memory_order_release); }
+  /// One iteration of every shard, as the driving thread (the RCU readers go online for it,
+  /// so a deregistration on another thread waits for the iteration to end, as for a worker).
+  unsigned drive_once();
 
   Qp::Impl* qp_by_number(uint32_t qpn) const {
     return qpn < qp_table_size ? qp_table[qpn].load(std::memory_order_acquire) : nullptr;

@@ -94,8 +94,15 @@ class Device {
   const std::string& error() const { return error_; }
 
   /// Runs one iteration of the engine on the calling thread (when no worker lcores were given).
-  /// Returns the number of packets and work requests it processed.
+  /// Returns the number of packets and work requests it processed. Same as progress().
   unsigned poll();
+  /// Run-to-completion progress: the engine runs on whichever application thread calls this
+  /// (no worker lcores were given). Any thread may call it; one drives at a time, and a call
+  /// that finds another thread driving returns 0 at once (that thread does the work).
+  unsigned progress();
+  /// True when no worker lcore runs the engine: the application's threads drive it through
+  /// progress() (the ND frontend does in GetResults, in its waits and after each post).
+  bool app_driven() const;
 
   uint32_t alloc_pd();
 
@@ -162,6 +169,8 @@ class Cq {
   void arm_errors();
   /// An eventfd to wait on (poll/epoll/read) after arm().
   int event_fd() const;
+  /// How many times the event fd was signalled so far: a driving waiter's cheap look.
+  uint64_t signals() const;
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
   bool wait(int timeout_ms);
   uint32_t capacity() const;
@@ -191,6 +200,9 @@ class Qp {
   /// owning lcore; returns when it has been.
   bool modify(QpState to, const QpAttr& attr);
   QpState state() const;
+  /// In ERROR because modify() took it there (its owner ended it). A QP that failed by itself
+  /// (a request's error) is not closed: requests posted to it still complete, flushed.
+  bool closed() const;
 
   /// Posts a send-side work request. False (nothing posted) when the ring is full or the
   /// request is malformed (too many SGEs, inline too long, unknown opcode).

@@ -153,9 +153,11 @@ bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& a) {
     case QpState::kReset:
       qp_flush(s, qp);
       reset_transport(qp);
+      qp.closed.store(false, std::memory_order_relaxed);
       qp.state.store(QpState::kReset, std::memory_order_release);
       return true;
     case QpState::kError:
+      qp.closed.store(true, std::memory_order_relaxed);
       qp_to_error(s, qp);
       return true;
     case QpState::kInit:

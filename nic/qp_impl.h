@@ -148,6 +148,8 @@ struct Qp::Impl {
   Cq* recv_cq = nullptr;
   QpCaps caps;
   std::atomic<QpState> state{QpState::kReset};
+  /// Taken to ERROR by modify() (its consumer ended it), not by a failure of its own.
+  std::atomic<bool> closed{false};
   QpAttr attr;
   rte_ring* send_ring = nullptr;   ///< SendWr, app -> lcore (single producer, single consumer)
   rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore

@@ -24,10 +24,10 @@ if [ "${NDNIC_SANITIZE:-1}" != 0 ] && [ $# -eq 0 ]; then
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export ASAN_OPTIONS=detect_leaks=0  # DPDK's EAL keeps its allocations until exit by design
   if ninja -C "$asan" tests/unit/test_codec tests/unit/test_crc tests/unit/test_memory \
-       tests/unit/test_fault tests/nic/test_nic tests/nd_frontend/test_nd_frontend \
+       tests/unit/test_fault tests/unit/test_backoff tests/nic/test_nic tests/nd_frontend/test_nd_frontend \
        tests/nd_frontend/test_nd_connection tests/telemetry/test_telemetry tests/nd/test_nd_cm_hostile >/dev/null; then
-    meson test -C "$asan" --no-rebuild --print-errorlogs codec crc memory fault nic_transport nd_frontend \
-      nd_connection telemetry nd_cm_hostile || rc=1
+    meson test -C "$asan" --no-rebuild --print-errorlogs codec crc memory fault backoff nic_transport nd_frontend \
+      nd_frontend_rtc nd_connection nd_connection_rtc telemetry nd_cm_hostile || rc=1
     logs+=("$asan/meson-logs/testlog.json")
   else
     echo "sanitizer build failed"

@@ -17,6 +17,7 @@
 #include "nic/fault.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/drive_mode.h"
 
 namespace {
 
@@ -51,7 +52,7 @@ class Nd : public ::testing::Test {
       ASSERT_TRUE(s->port.open(pc)) << s->port.error();
       nic::DeviceConfig dc;
       dc.ports = {&s->port};
-      dc.lcores = {lcore++};
+      dc.lcores = ndnic::testing::device_lcores(&lcore);
       ASSERT_TRUE(s->dev.open(dc)) << s->dev.error();
       nd::register_adapter(&s->dev, &s->port);
       sockaddr_in sa{};

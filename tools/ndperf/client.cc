@@ -38,7 +38,7 @@ bool raw_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEnv
   b.mtu = p.mtu;
   b.link = env.link;
   print_banner(p.test, b);
-  const bool ok = run_on_lcore(node.lcores()[0], [&] { return raw_client(node, p, o, env.server_ipv4, env.result); });
+  const bool ok = node.run_on_own_lcore([&] { return raw_client(node, p, o, env.server_ipv4, env.result); });
   print_end();
   return node.start_device() && ok;
 }
@@ -46,7 +46,7 @@ bool raw_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEnv
 bool memcpy_run(Node& node, const Options& o, TestResult* result) {
   node.stop_device();
   print_banner(Test::kMemcpy, BannerInfo{});
-  const bool ok = run_on_lcore(node.lcores()[0], [&] { return memcpy_test(node, o, result); });
+  const bool ok = node.run_on_own_lcore([&] { return memcpy_test(node, o, result); });
   print_end();
   return node.start_device() && ok;
 }

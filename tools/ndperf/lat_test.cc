@@ -16,6 +16,7 @@
 
 #include <rte_pause.h>
 
+#include "nic/backoff.h"
 #include "tools/ndperf/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
@@ -28,6 +29,10 @@ namespace {
 constexpr uint32_t kDataRecvs = 4;
 constexpr uint32_t kSetupSlot = 0, kBadSlot = 2;
 constexpr unsigned kLooksPerCqCheck = 256;  ///< write_lat: memory looks between CQ looks (polling)
+
+/// write_lat: memory looks per CQ look. Run to completion, the CQ look is also what moves the
+/// device (the Write arrives only through it): every look.
+unsigned looks_per_cq_check(const Options& o) { return o.drive == Drive::kThread ? 1 : kLooksPerCqCheck; }
 constexpr size_t kBurst = 16;
 
 /// write_lat's mark in the last byte of iteration i: never 0 (a cleared window) and never
@@ -38,7 +43,6 @@ bool half_rtt(Test t) { return t != Test::kReadLat; }
 
 std::string size_text(uint32_t size) { return std::to_string(size) + " B"; }
 
-void between_looks() { rte_pause(); }
 
 DWORD window_rights(Test t) { return t == Test::kReadLat ? ND_OP_FLAG_ALLOW_READ : ND_OP_FLAG_ALLOW_WRITE; }
 
@@ -203,9 +207,10 @@ class LatClient {
   bool watch(uint32_t size, uint8_t want) {
     const volatile uint8_t* last = s_.buf() + s_.layout().recv() + size - 1;
     const uint64_t give_up = now_tsc() + uint64_t(o_.timeout_s * tsc_hz());
+    nic::Backoff backoff;
     for (unsigned looks = 0;; looks++) {
       if (__atomic_load_n(last, __ATOMIC_ACQUIRE) == want) return true;
-      if (looks % kLooksPerCqCheck == 0) {
+      if (looks % looks_per_cq_check(o_) == 0) {
         ND_RESULT* out[kBurst];
         const size_t k = s_.poll(out, kBurst);
         for (size_t j = 0; j < k; j++)
@@ -213,7 +218,8 @@ class LatClient {
         if (now_tsc() > give_up)
           return s_.fail("write_lat: the server's write did not arrive in " + std::to_string(o_.timeout_s) + " s");
       }
-      between_looks();
+      rte_pause();
+      backoff.idle();
     }
   }
 
@@ -316,6 +322,7 @@ class LatServer {
 
   bool serve() {
     const std::vector<uint32_t> sz = sizes(p_);
+    nic::Backoff backoff;
     for (size_t round = 0; round < sz.size(); round++) {
       uint64_t pings = 0;
       for (bool synced = false; !synced;) {
@@ -323,13 +330,20 @@ class LatServer {
         size_t k = 0;
         if (p_.test == Test::kWriteLat && !imm_) {
           // write_lat watches memory and looks at the CQ in passing.
+          const uint64_t before = pings;
           if (!watch_write(sz[round], &pings)) return false;
           k = s_.poll(out, kBurst);
-          if (k == 0) {
-            if (s_.stop_requested()) return false;
-            between_looks();
+          if (k == 0 && pings != before) {
+            backoff.busy();
             continue;
           }
+          if (k == 0) {
+            if (s_.stop_requested()) return false;
+            rte_pause();
+            backoff.idle();
+            continue;
+          }
+          backoff.busy();
         } else if ((k = s_.reap(out, kBurst)) == 0) {
           return false;
         }

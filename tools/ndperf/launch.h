@@ -1,9 +1,11 @@
 // Where the threads run. EAL's lcore map when the user gave none (lcore 0 for the application
-// threads, a worker lcore for each ndnic device), and whether the application threads poll
-// for completions or wait with Notify: polling needs a processor per busy thread.
+// threads, a worker lcore for each ndnic device), where each application thread runs, who moves
+// the devices (worker lcores, or the application threads: run to completion), and whether the
+// application threads poll for completions or wait with Notify.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "tools/ndperf/options.h"
 
@@ -13,11 +15,21 @@ namespace ndnic::ndperf {
 /// pins the main thread).
 std::string default_lcores(const Options& o);
 
-/// After EAL: -e/--poll as given, otherwise events unless every device worker lcore and
-/// application thread has a processor of its own. Says so when it picks events.
-void choose_waits(Options* o);
+/// After EAL: places the application threads (the embedded client and server each on a
+/// processor of its own where the main lcore has two, or the server on a worker lcore the
+/// devices do not need), then chooses, unless given, the progress mode (worker lcores where
+/// each has a processor no other busy thread uses, run to completion otherwise) and the wait
+/// (Notify only where polling threads would share a processor with a worker). Says what it chose.
+void place_threads(Options* o);
 
-/// Worker lcores needed: one per device (two in the embedded mode).
+/// The worker lcores the devices may use (after place_threads: not the server thread's).
+std::vector<unsigned> device_lcores();
+/// Worker lcores needed: one per device (two in the embedded mode), none run to completion.
 size_t workers_needed(const Options& o);
+
+/// Pins the calling thread where place_threads put the client (the main thread) or the
+/// embedded server.
+void pin_client_thread();
+void pin_server_thread();
 
 }  // namespace ndnic::ndperf

@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <rte_lcore.h>
+
 #include "pmd_glue/pmd_glue.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/node.h"
@@ -33,9 +35,14 @@ bool run_embedded(Node& server_node, Node& client_node, const Options& o, RunRep
   RunReport served;
   bool server_ok = false;
   std::thread server([&] {
+    pin_server_thread();
+    // An EAL thread of its own (an lcore id): its mempool caches, as a worker lcore has.
+    const bool registered = rte_thread_register() == 0;
     server_ok = run_server(server_node, o, server_halt, false, &served);
     if (!server_ok) client_halt.abort();
+    if (registered) rte_thread_unregister();
   });
+  pin_client_thread();
   const bool client_ok = run_client(client_node, o, kEmbeddedServerIpv4, client_halt, report);
   if (!client_ok) server_halt.abort();
   server.join();
@@ -65,7 +72,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "ndperf: %s\n", eal.error.c_str());
     return 1;
   }
-  choose_waits(&o);
+  place_threads(&o);
   RunReport report;
   report.mode = o.role;
   bool ok = false;

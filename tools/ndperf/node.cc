@@ -15,6 +15,7 @@
 #include "nd_frontend/cm_agent.h"
 #include "nd_frontend/nd.h"
 #include "tools/ndperf/launch.h"
+#include "tools/ndperf/lcore_run.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -45,7 +46,7 @@ bool Node::open(const std::string& device, uint32_t ipv4, const std::vector<unsi
   glue::PortConfig pc;
   pc.device = device;
   pc.ipv4 = ipv4;
-  pc.rx_queues = pc.tx_queues = uint16_t(lcores.size());
+  pc.rx_queues = pc.tx_queues = uint16_t(queues());
   // A path MTU above 1024 needs frames above a 1500-byte link MTU, and mbufs to hold them.
   pc.mtu = std::max<uint16_t>(kMinPortMtu, uint16_t(mtu_ + kFrameOverhead));
   pc.mbuf_data_room = std::max<uint16_t>(pc.mbuf_data_room, uint16_t(RTE_PKTMBUF_HEADROOM + mtu_ + 2 * kFrameOverhead));
@@ -60,7 +61,7 @@ bool Node::open(const std::string& device, uint32_t ipv4, const std::vector<unsi
 bool Node::start_device() {
   nic::DeviceConfig dc;
   dc.ports = {&port_};
-  dc.lcores = lcores_;
+  dc.lcores = lcores_;  // none: the application thread drives it (run to completion)
   if (!dev_.open(dc)) {
     std::fprintf(stderr, "ndperf %s: device: %s\n", who_.c_str(), dev_.error().c_str());
     return false;
@@ -92,20 +93,19 @@ void Node::stop_device() {
   running_ = false;
 }
 
+bool Node::run_on_own_lcore(const std::function<bool()>& fn) {
+  return lcores_.empty() ? fn() : run_on_lcore(lcores_[0], fn);
+}
+
 void Node::close() {
   stop_device();
   if (port_open_) port_.close();
   port_open_ = false;
 }
 
-std::vector<unsigned> worker_lcores() {
-  std::vector<unsigned> out;
-  for (unsigned l = rte_get_next_lcore(-1, 1, 0); l < RTE_MAX_LCORE; l = rte_get_next_lcore(l, 1, 0)) out.push_back(l);
-  return out;
-}
-
 bool open_nodes(const Options& o, const Layout& layout, std::vector<std::unique_ptr<Node>>* nodes) {
-  const std::vector<unsigned> workers = worker_lcores();
+  // Run to completion: no worker lcores; each node's application thread drives its device.
+  const std::vector<unsigned> workers = o.drive == Drive::kThread ? std::vector<unsigned>{} : device_lcores();
   const size_t need = workers_needed(o);
   if (workers.size() < need) {
     std::fprintf(stderr, "ndperf: %zu worker lcore(s) needed besides the main one, EAL has %zu (see -l/--lcores)\n",
@@ -121,11 +121,12 @@ bool open_nodes(const Options& o, const Layout& layout, std::vector<std::unique_
   // Half the workers each (an odd one out stays idle): a queue per worker on each side of the
   // ring pair, whose name must be unique among the process's devices.
   const long per_node = long(workers.size() / 2);
+  const unsigned queues = unsigned(std::max<long>(per_node, 1));
   const std::vector<unsigned> server_lcores(workers.begin(), workers.begin() + per_node);
   const std::vector<unsigned> client_lcores(workers.begin() + per_node, workers.begin() + 2 * per_node);
   const std::string name = "ndperf" + std::to_string(getpid());
   uint16_t server_port = 0, client_port = 0;
-  if (!glue::make_ring_pair(name, &server_port, &client_port, unsigned(per_node))) {
+  if (!glue::make_ring_pair(name, &server_port, &client_port, queues)) {
     std::fprintf(stderr, "ndperf: cannot create the net_ring pair\n");
     return false;
   }

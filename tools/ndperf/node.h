@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,11 @@ class Node {
   glue::Port& port() { return port_; }
   uint32_t ipv4() const { return ipv4_; }
   const std::vector<unsigned>& lcores() const { return lcores_; }
+  /// Port queues: one per worker lcore, one when the application thread drives the device.
+  size_t queues() const { return lcores_.empty() ? 1 : lcores_.size(); }
+  /// Runs a baseline where the device ran: on its (first) worker lcore once the device has
+  /// stopped, or here when the calling thread drove it. The result of `fn`.
+  bool run_on_own_lcore(const std::function<bool()>& fn);
   uint8_t* buffer() { return buf_.get(); }
   const Layout& layout() const { return layout_; }
   const std::string& link() const { return link_; }
@@ -65,8 +71,6 @@ class Node {
   bool in_telemetry_ = false;
 };
 
-/// The worker lcores EAL has, in order.
-std::vector<unsigned> worker_lcores();
 
 /// Embedded: two nodes (server, client) over a net_ring pair, the worker lcores shared out
 /// between them. Otherwise one node on --dev with every worker lcore.

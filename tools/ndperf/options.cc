@@ -45,6 +45,10 @@ constexpr const char* kUsage =
     "  -e, --events             wait with INDCompletionQueue::Notify\n"
     "      --poll               poll the completion queue\n"
     "                           (default: poll when every busy thread has a processor)\n"
+    "      --progress=MODE      who runs each ndnic device: workers (worker lcores of its\n"
+    "                           own) or thread (the application thread, inside its ND\n"
+    "                           calls: run to completion). Default: workers when each\n"
+    "                           has a processor of its own, thread otherwise\n"
     "Output:\n"
     "      --json=FILE          results as JSON (- for stdout; the tables then go to stderr)\n"
     "      --csv=FILE           results as CSV (- for stdout)\n"
@@ -67,7 +71,7 @@ constexpr const char* kUsage =
     "Latency is half the round trip for the ping-pong tests (send_lat, write_lat, raw_lat) and\n"
     "the whole operation for read_lat, as in perftest.\n";
 
-enum LongOnly { kSet = 256, kPoll, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
+enum LongOnly { kSet = 256, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
 
 using nd_node::parse_ipv4;
 using nd_node::parse_uint;
@@ -106,6 +110,10 @@ const char* role_name(Role r) {
   return "?";
 }
 
+const char* drive_name(Drive d) {
+  return d == Drive::kThread ? "application threads (run to completion)" : "worker lcores";
+}
+
 Parsed parse_options(const std::vector<std::string>& args) {
   std::vector<char*> argv{const_cast<char*>("ndperf")};
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
@@ -117,6 +125,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
       {"qps", required_argument, nullptr, 'q'},     {"tx-depth", required_argument, nullptr, 't'},
       {"mtu", required_argument, nullptr, 'm'},     {"events", no_argument, nullptr, 'e'},
       {"poll", no_argument, nullptr, kPoll},        {"json", required_argument, nullptr, kJson},
+      {"progress", required_argument, nullptr, kProgress},
       {"csv", required_argument, nullptr, kCsv},    {"plot", required_argument, nullptr, kPlot},
       {"stats", no_argument, nullptr, kStats},
       {"server", no_argument, nullptr, kServer},    {"client", required_argument, nullptr, kClient},
@@ -202,6 +211,11 @@ Parsed parse_options(const std::vector<std::string>& args) {
       case kPoll:
         poll = true;
         o.wait_chosen = true;
+        break;
+      case kProgress:
+        ok = std::string(optarg) == "workers" || std::string(optarg) == "thread";
+        o.drive = std::string(optarg) == "thread" ? Drive::kThread : Drive::kWorkers;
+        o.drive_chosen = true;
         break;
       case kJson:
         o.json_path = optarg;

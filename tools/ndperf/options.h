@@ -27,6 +27,11 @@ constexpr uint32_t kMaxQps = 64;
 constexpr uint32_t kDefaultMtu = 1024;         ///< rxe's on a 1500-byte link, and the CM's default
 constexpr unsigned kDefaultTimeoutS = 10;
 
+/// Who moves each ndnic device: worker lcores of its own, or the application thread that uses
+/// it, inside its ND calls (run to completion: one thread per node).
+enum class Drive : uint8_t { kWorkers, kThread };
+const char* drive_name(Drive d);
+
 struct Options {
   Role role = Role::kEmbedded;
   std::vector<Test> tests;           ///< in the order given, no duplicates
@@ -39,6 +44,8 @@ struct Options {
   uint32_t mtu = kDefaultMtu;
   bool events = false;               ///< -e: wait for completions with Notify
   bool wait_chosen = false;          ///< -e or --poll given; otherwise launch picks
+  Drive drive = Drive::kWorkers;
+  bool drive_chosen = false;      ///< --progress given; otherwise launch picks
   std::string json_path;             ///< "-": stdout
   std::string csv_path;
   std::string plot_path;

@@ -68,7 +68,7 @@ class RawClient {
  public:
   RawClient(Node& node, const Plan& p, const Options& o, uint32_t server, TestResult* result)
       : node_(node), port_(node.port()), p_(p), o_(o), server_(server), result_(result),
-        queues_(uint16_t(node.lcores().size())), mtu_(p.mtu) {}
+        queues_(uint16_t(node.queues())), mtu_(p.mtu) {}
 
   bool run() {
     rte_ether_addr mac;
@@ -252,7 +252,7 @@ class RawClient {
 class RawServer {
  public:
   RawServer(Node& node, Halt& halt)
-      : node_(node), port_(node.port()), halt_(halt), queues_(uint16_t(node.lcores().size())) {}
+      : node_(node), port_(node.port()), halt_(halt), queues_(uint16_t(node.queues())) {}
 
   bool run() {
     for (unsigned loops = 0;; loops++) {

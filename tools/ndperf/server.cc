@@ -55,7 +55,7 @@ bool run_server(Node& node, const Options& o, Halt& halt, bool announce, RunRepo
     if (p.test == Test::kCount) return true;
     if (raw) {
       node.stop_device();
-      const bool ok = run_on_lcore(node.lcores()[0], [&] { return raw_server(node, halt); });
+      const bool ok = node.run_on_own_lcore([&] { return raw_server(node, halt); });
       if (!node.start_device()) return false;
       if (!ok) return halt.now() && !halt.aborted();
     }

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "nd_frontend/nd.h"
+#include "nic/backoff.h"
 #include "tools/nd_node/arguments.h"
 #include "tools/nd_node/node.h"
 
@@ -278,6 +279,7 @@ bool Session::disconnect() {
 
 size_t Session::reap(ND_RESULT** out, size_t n) {
   const auto deadline = patient_ ? Clock::time_point::max() : Clock::now() + timeout();
+  nic::Backoff backoff;  // a peer on this CPU gets it after a few us of empty looks, not a tick
   for (unsigned spins = 0;; spins++) {
     const SIZE_T k = cq_->GetResults(out, n);
     if (k) return k;
@@ -294,7 +296,10 @@ size_t Session::reap(ND_RESULT** out, size_t n) {
         return 0;
       }
     }
-    if (!o_.events) continue;
+    if (!o_.events) {
+      backoff.idle();
+      continue;
+    }
     // Arm, look once more (a result may have come before the arming), then sleep.
     if (!armed_) {
       const HRESULT hr = cq_->Notify(ND_CQ_NOTIFY_ANY, &notify_ov_);
