@@ -14,6 +14,7 @@ void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, ui
   b.mtu = p.mtu;
   b.link = env.link;
   b.events = s.options().events;
+  b.progress = drive_name(s.options().drive);
   b.note = note;
   print_banner(p.test, b);
 }

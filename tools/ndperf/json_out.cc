@@ -1,5 +1,6 @@
 // The JSON schema (keys exactly as the bench scripts read them):
-//   {"tool":"ndperf","mode":"embedded"|"client"|"server","tests":[{"test":NAME,"results":[ROW...]}]}
+//   {"tool":"ndperf","mode":"embedded"|"client"|"server","progress":"workers"|"thread",
+//    "completions":"polled"|"notify","tests":[{"test":NAME,"results":[ROW...]}]}
 // with rows by kind: bandwidth {"bytes","iterations","bw_peak_gbps","bw_avg_gbps","msg_rate_mpps"},
 // latency {"bytes","iterations","t_min_us","t_max_us","t_typical_us","t_avg_us","t_stdev_us",
 // "p99_us","p999_us"}, sendinv {"bytes","iterations","cycles_per_sec"}, memcpy {"bytes",
@@ -38,7 +39,8 @@ void row(FILE* f, Test t, const Row& r) {
 }  // namespace
 
 void write_json(FILE* f, const RunReport& r) {
-  std::fprintf(f, "{\"tool\":\"ndperf\",\"mode\":\"%s\",\"tests\":[", role_name(r.mode));
+  std::fprintf(f, "{\"tool\":\"ndperf\",\"mode\":\"%s\",\"progress\":\"%s\",\"completions\":\"%s\",\"tests\":[",
+               role_name(r.mode), r.drive == Drive::kThread ? "thread" : "workers", r.events ? "notify" : "polled");
   for (size_t i = 0; i < r.tests.size(); i++) {
     const TestResult& t = r.tests[i];
     std::fprintf(f, "%s\n {\"test\":\"%s\",\"results\":[", i ? "," : "", name(t.test));

@@ -75,6 +75,8 @@ int run(int argc, char** argv) {
   place_threads(&o);
   RunReport report;
   report.mode = o.role;
+  report.drive = o.drive;
+  report.events = o.events;
   bool ok = false;
   {
     std::vector<std::unique_ptr<Node>> nodes;

@@ -37,6 +37,7 @@ void print_banner(Test t, const BannerInfo& b) {
     std::printf(" Mtu             : %u[B]\n", b.mtu);
     std::printf(" Link type       : Ethernet, %s\n", b.link.c_str());
     if (info(t).rdma) std::printf(" Completions     : %s\n", b.events ? "Notify (events)" : "polled");
+    if (info(t).rdma && b.progress) std::printf(" Progress        : %s\n", b.progress);
     if (!b.note.empty()) std::printf(" Note            : %s\n", b.note.c_str());
   } else {
     std::printf(" Buffers         : the RDMA tests' registered buffers, one core\n");

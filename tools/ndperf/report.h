@@ -17,6 +17,7 @@ struct BannerInfo {
   uint32_t mtu = 0;
   std::string link;           ///< "net_ring pair (embedded)", the --dev devargs
   bool events = false;        ///< completions waited for with Notify
+  const char* progress = nullptr;  ///< who moved the devices (RDMA tests)
   std::string note;           ///< one more line, when set
 };
 

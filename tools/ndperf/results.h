@@ -28,6 +28,8 @@ struct TestResult {
 
 struct RunReport {
   Role mode = Role::kEmbedded;
+  Drive drive = Drive::kWorkers;  ///< who moved the devices
+  bool events = false;            ///< completions waited for with Notify
   std::vector<TestResult> tests;
 };
 
