@@ -29,16 +29,16 @@ HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
   if (!wait || !adapter_->app_driven()) return overlapped_result(ov, bytes, wait);
   // Run to completion: a Notify is satisfied by the engine this thread drives. The CQ's signal
   // is seen here, without the notifier thread's wake-up (a hop to another thread per result).
-  uint64_t seen = cq_->signals();
-  return overlapped_result_driving(ov, bytes, [&] {
+  // The arm a Notify set stays until a completion signals it: once it is gone, whether the
+  // signal wrote the event fd (before we started to drive) or not, the waiters are due.
+  cq_->add_driven_waiter(1);
+  const HRESULT hr = overlapped_result_driving(ov, bytes, [&] {
     const bool work = adapter_->progress();
-    const uint64_t now = cq_->signals();
-    if (now != seen) {
-      seen = now;
-      notified();
-    }
+    if (!cq_->armed()) notified();
     return work;
   });
+  cq_->add_driven_waiter(-1);
+  return hr;
 }
 
 HRESULT NdCq::Resize(SIZE_T entries) {

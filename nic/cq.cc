@@ -68,12 +68,14 @@ bool Cq::Impl::push(const Completion& c) {
 }
 
 void Cq::Impl::signal() {
-  signals.fetch_add(1, std::memory_order_release);
+  if (driven_waiters.load(std::memory_order_seq_cst) != 0) return;
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
 }
 
-uint64_t Cq::signals() const { return impl_->signals.load(std::memory_order_acquire); }
+bool Cq::armed() const { return impl_->armed.load(std::memory_order_seq_cst) != CqArm::kNone; }
+
+void Cq::add_driven_waiter(int delta) { impl_->driven_waiters.fetch_add(uint32_t(delta), std::memory_order_seq_cst); }
 
 bool Cq::overrun() const { return impl_->overflows.load(std::memory_order_relaxed) != 0; }
 

@@ -33,7 +33,9 @@ struct Cq::Impl {
   int efd = -1;
   std::atomic<CqArm> armed{CqArm::kNone};
   std::atomic<uint64_t> overflows{0};   ///< completions the full ring could not take
-  std::atomic<uint64_t> signals{0};     ///< writes to efd so far
+  /// Waiters that drive the engine and look at `armed` themselves: while there is one, a
+  /// signal skips the eventfd (a syscall, and a wake-up of the notifier thread per result).
+  std::atomic<uint32_t> driven_waiters{0};
 
   void signal();
 

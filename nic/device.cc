@@ -457,6 +457,8 @@ bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   return rte_ring_sp_enqueue_bulk_elem(impl_->send_ring, const_cast<SendWr*>(wrs), sizeof(SendWr), n, nullptr) == n;
 }
 
+bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
+
 bool Qp::post_recv(const RecvWr& wr) {
   if (wr.num_sge > impl_->caps.max_recv_sge) return false;
   if (impl_->state.load(std::memory_order_relaxed) == QpState::kReset) return false;

@@ -169,8 +169,12 @@ class Cq {
   void arm_errors();
   /// An eventfd to wait on (poll/epoll/read) after arm().
   int event_fd() const;
-  /// How many times the event fd was signalled so far: a driving waiter's cheap look.
-  uint64_t signals() const;
+  /// Still armed: no completion has signalled since arm() (a signal disarms it). A driving
+  /// waiter's cheap look.
+  bool armed() const;
+  /// A waiter that drives the engine and watches armed() itself starts (+1) or stops (-1):
+  /// while one does, signals leave the event fd alone.
+  void add_driven_waiter(int delta);
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
   bool wait(int timeout_ms);
   uint32_t capacity() const;
@@ -210,6 +214,8 @@ class Qp {
   /// Posts n requests as one ring operation (one doorbell): all of them or none.
   bool post_send_burst(const SendWr* wrs, unsigned n);
   bool post_recv(const RecvWr& wr);
+  /// Nothing posted waits for the engine to fetch it.
+  bool send_ring_empty() const;
   /// Transport counters of this QP (exact once its lcore is quiet).
   using Counters = QpCounters;
   Counters counters() const;

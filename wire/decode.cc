@@ -188,10 +188,29 @@ uint64_t RejectCounters::total_rejected() const {
 }
 
 uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
-  uint32_t sum = 0;
-  for (size_t i = 0; i + 1 < len; i += 2) sum += load_be16(hdr + i);
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
-  return uint16_t(~sum);
+  // The one's-complement sum is the same in either byte order (RFC 1071): add native 32-bit
+  // words (an IPv4 header is whole words), fold, and swap once at the end. It runs twice per
+  // packet (encode, and decode where the port did not check it): 16-bit big-endian loads cost
+  // ~6% of a 64-byte SEND's path.
+  uint64_t sum = 0;
+  size_t i = 0;
+  for (; i + 4 <= len; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, hdr + i, 4);
+    sum += w;
+  }
+  if (i + 2 <= len) {
+    uint16_t h;
+    std::memcpy(&h, hdr + i, 2);
+    sum += h;
+  }
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffffffffu) + (sum >> 32);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  sum = (sum & 0xffff) + (sum >> 16);
+  const uint16_t folded = uint16_t(~sum);
+  return uint16_t(folded >> 8 | folded << 8);  // as load_be16 would read the stored bytes
 }
 
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const DecodeOptions& opt,
