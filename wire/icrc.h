@@ -18,8 +18,19 @@ uint32_t crc32(uint32_t crc, const void* data, size_t len);
 /// where the CPU lacks carry-less multiply.
 uint32_t crc32_table(uint32_t crc, const void* data, size_t len);
 
-/// True when crc32() uses the carry-less-multiply (PCLMULQDQ) path on this CPU.
+/// True when crc32() uses carry-less multiply (PCLMULQDQ or VPCLMULQDQ) for large inputs.
 bool crc32_uses_clmul();
+
+/// The implementation crc32() uses for large inputs: "vpclmulqdq", "pclmulqdq" or "table".
+/// Chosen once at start: the widest the CPU has, or the one the environment variable
+/// NDNIC_CRC=table|pclmul|vpclmul names where the CPU has it (tests and benchmarks force each
+/// path that way; one the CPU lacks gives the widest it has).
+const char* crc32_path();
+
+/// Copies len bytes from src to dst (which must not overlap) and returns crc32(crc, src, len).
+/// For a received payload copied into the application's buffer while its ICRC is checked:
+/// where the CPU can, it reads each byte once, for the copy and the CRC together.
+uint32_t crc32_copy(uint32_t crc, void* dst, const void* src, size_t len);
 
 /// CRC state over the masked invariant prefix: 8 x 0xff, the IP header at `l3` (IPv4 with its
 /// options, or the 40-byte IPv6 header), the UDP header after it and the BTH after that.

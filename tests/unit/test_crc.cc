@@ -1,9 +1,15 @@
-// CRC-32 (dispatching, table and PCLMULQDQ kernels) against zlib, and the RoCEv2 ICRC against
-// an independent construction of the recipe in shared/notes/roce-wire-facts.md.
+// CRC-32 (dispatching, table, PCLMULQDQ and VPCLMULQDQ kernels, and the fused copy) against
+// zlib, and the RoCEv2 ICRC against an independent construction of the recipe in
+// shared/notes/roce-wire-facts.md.
+#include <sys/wait.h>
 #include <zlib.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,20 +50,37 @@ TEST(Crc32, CheckValue) {
 }
 
 // The kernel's own view of the CPU, independent of the compiler's cpuid wrapper.
-bool cpuinfo_has_clmul() {
+bool cpuinfo_has(std::initializer_list<const char*> flags) {
   std::ifstream f("/proc/cpuinfo");
   std::string line;
   while (std::getline(f, line)) {
     if (line.rfind("flags", 0) != 0) continue;
     line += ' ';
-    return line.find(" pclmulqdq ") != std::string::npos && line.find(" sse4_1 ") != std::string::npos;
+    for (const char* flag : flags)
+      if (line.find(' ' + std::string(flag) + ' ') == std::string::npos) return false;
+    return true;
   }
   return false;
 }
 
+bool cpuinfo_has_clmul() { return cpuinfo_has({"pclmulqdq", "sse4_1"}); }
+bool cpuinfo_has_vpclmul() {
+  return cpuinfo_has({"pclmulqdq", "sse4_1", "vpclmulqdq", "avx512f", "avx512bw", "avx512vl"});
+}
+
 TEST(Crc32, UsesClmulWhenCpuHasIt) {
+  if (std::getenv("NDNIC_CRC")) GTEST_SKIP() << "NDNIC_CRC chooses the path";
   EXPECT_EQ(crc32_uses_clmul(), cpu_has_clmul());
   EXPECT_EQ(crc32_uses_clmul(), cpuinfo_has_clmul());
+}
+
+TEST(Crc32, PathIsTheWidestTheCpuHas) {
+  const bool vpclmul = cpuinfo_has_vpclmul(), clmul = cpuinfo_has_clmul();
+  EXPECT_EQ(detail::crc_path_best(), vpclmul ? detail::CrcPath::kVpclmul
+                                     : clmul ? detail::CrcPath::kPclmul
+                                             : detail::CrcPath::kTable);
+  if (std::getenv("NDNIC_CRC")) GTEST_SKIP() << "NDNIC_CRC chooses the path";
+  EXPECT_STREQ(crc32_path(), vpclmul ? "vpclmulqdq" : clmul ? "pclmulqdq" : "table");
 }
 
 // Every length at every alignment, from a zero and a non-zero starting CRC.
@@ -109,6 +132,266 @@ TEST(Crc32, LargeBuffersMatchZlib) {
   std::vector<uint8_t> ones(kLargeLen, 0xff), zeros(kLargeLen, 0);
   EXPECT_EQ(crc32(0, ones.data(), ones.size()), zlib_crc(0, ones.data(), ones.size()));
   EXPECT_EQ(crc32(0, zeros.data(), zeros.size()), zlib_crc(0, zeros.data(), zeros.size()));
+}
+
+// ---- Each path forced, and the fused copy -------------------------------------------------
+
+using detail::CrcPath;
+
+constexpr size_t kPathMaxLen = 1024;
+constexpr size_t kMaxOffset = 64;           // starts 0..63 bytes past a 64-byte boundary
+constexpr uint8_t kCanary = 0xa5;
+
+/// A test buffer, 64-byte aligned, so offset k starts k bytes past a boundary
+/// (a std::vector's data() only promises 16).
+class Aligned {
+ public:
+  Aligned(size_t n, uint32_t seed) : Aligned(random_bytes(n + 64, seed)) {}
+  explicit Aligned(size_t n) : Aligned(std::vector<uint8_t>(n + 64)) {}
+  uint8_t* at(size_t off) { return base_ + off; }
+
+ private:
+  explicit Aligned(std::vector<uint8_t> v) : v_(std::move(v)) {
+    const auto a = reinterpret_cast<uintptr_t>(v_.data());
+    base_ = v_.data() + ((64 - a % 64) % 64);
+  }
+
+  std::vector<uint8_t> v_;
+  uint8_t* base_;
+};
+
+/// A path's own kernels, called directly at every length they accept, and the shortest such.
+struct Kernels {
+  uint32_t (*crc)(uint32_t, const uint8_t*, size_t);
+  uint32_t (*copy)(uint32_t, uint8_t*, const uint8_t*, size_t);
+  size_t min_len;
+};
+
+uint32_t table_kernel(uint32_t c, const uint8_t* p, size_t n) { return crc32_table(c, p, n); }
+uint32_t table_copy(uint32_t c, uint8_t* d, const uint8_t* s, size_t n) {
+  return detail::crc32_copy_on(CrcPath::kTable, c, d, s, n);
+}
+
+Kernels kernels(CrcPath path) {
+  switch (path) {
+    case CrcPath::kVpclmul:
+      return {detail::crc32_vpclmul, detail::crc32_copy_vpclmul, detail::kVpclmulMinLen};
+    case CrcPath::kPclmul:
+      return {detail::crc32_clmul, detail::crc32_copy_clmul, detail::kClmulMinLen};
+    case CrcPath::kTable: break;
+  }
+  return {table_kernel, table_copy, 0};
+}
+
+class Crc32Path : public testing::TestWithParam<CrcPath> {
+ protected:
+  void SetUp() override {
+    if (GetParam() > detail::crc_path_best()) GTEST_SKIP() << "this CPU lacks the path";
+  }
+  uint32_t crc(uint32_t c, const uint8_t* p, size_t n) { return detail::crc32_on(GetParam(), c, p, n); }
+  uint32_t copy(uint32_t c, uint8_t* d, const uint8_t* s, size_t n) {
+    return detail::crc32_copy_on(GetParam(), c, d, s, n);
+  }
+  const Kernels k = kernels(GetParam());
+};
+
+std::string path_name(const testing::TestParamInfo<CrcPath>& info) {
+  switch (info.param) {
+    case CrcPath::kVpclmul: return "vpclmul";
+    case CrcPath::kPclmul: return "pclmul";
+    case CrcPath::kTable: break;
+  }
+  return "table";
+}
+
+INSTANTIATE_TEST_SUITE_P(, Crc32Path,
+                         testing::Values(CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul),
+                         path_name);
+
+// Every length 0..1024 from every start within a cache line, from a zero and a non-zero CRC:
+// the dispatcher as it runs with this path chosen, and the path's kernel where it applies.
+TEST_P(Crc32Path, EveryLengthAndOffsetMatchesZlib) {
+  Aligned buf(kPathMaxLen + kMaxOffset, 5);
+  for (size_t off = 0; off < kMaxOffset; off++) {
+    const uint8_t* p = buf.at(off);
+    for (size_t len = 0; len <= kPathMaxLen; len++) {
+      for (uint32_t seed : {0u, 0x9E3779B9u}) {
+        const uint32_t want = zlib_crc(seed, p, len);
+        ASSERT_EQ(crc(seed, p, len), want) << "offset " << off << " len " << len;
+        if (len >= k.min_len) {
+          ASSERT_EQ(k.crc(seed, p, len), want) << "offset " << off << " len " << len;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(Crc32Path, LargeLengthsMatchZlib) {
+  for (size_t len : {size_t(4096), size_t(4096 + 63), size_t(65536 + 13), size_t(1 << 20)}) {
+    Aligned buf(len + kMaxOffset, uint32_t(len));
+    for (size_t off : {0, 1, 17, 63}) {
+      const uint32_t want = zlib_crc(0, buf.at(off), len);
+      EXPECT_EQ(crc(0, buf.at(off), len), want) << "offset " << off << " len " << len;
+      EXPECT_EQ(k.crc(0, buf.at(off), len), want) << "offset " << off << " len " << len;
+    }
+  }
+}
+
+// crc(crc(0, a), b) == crc(0, a||b) at every split of a message long enough for the 256-byte
+// loop on both sides, through the dispatcher and through the kernel where both parts allow it.
+TEST_P(Crc32Path, ChainedAtEverySplitMatchesZlib) {
+  constexpr size_t kLen = 700;
+  Aligned buf(kLen + kMaxOffset, 6);
+  for (size_t off : {0, 3}) {
+    const uint8_t* p = buf.at(off);
+    const uint32_t want = zlib_crc(0, p, kLen);
+    for (size_t split = 0; split <= kLen; split++) {
+      ASSERT_EQ(crc(crc(0, p, split), p + split, kLen - split), want) << "split " << split;
+      if (split >= k.min_len && kLen - split >= k.min_len) {
+        ASSERT_EQ(k.crc(k.crc(0, p, split), p + split, kLen - split), want) << "split " << split;
+      }
+    }
+  }
+}
+
+TEST_P(Crc32Path, ChainedAtRandomSplitsMatchesZlib) {
+  Aligned buf(kPathMaxLen * 8, 7);
+  std::mt19937 rng(8);
+  for (int iter = 0; iter < 500; iter++) {
+    const size_t len = rng() % (kPathMaxLen * 8);
+    const uint8_t* p = buf.at(rng() % (kPathMaxLen * 8 - len + 1));
+    uint32_t c = 0;
+    for (size_t done = 0; done < len;) {
+      const size_t piece = std::min<size_t>(len - done, rng() % 1200);
+      c = crc(c, p + done, piece);
+      done += piece;
+    }
+    ASSERT_EQ(c, zlib_crc(0, p, len)) << "len " << len;
+  }
+}
+
+/// Runs `copy` from src into a fresh destination at dst_off past a 64-byte boundary, with
+/// canary bytes a cache line either side, and checks the copy, the canaries and the CRC.
+template <typename Copy>
+testing::AssertionResult copies_exactly(Copy copy, uint32_t seed, const uint8_t* src, size_t len,
+                                        size_t dst_off) {
+  Aligned dst(64 + kMaxOffset + len + 64);
+  uint8_t* const lo = dst.at(0);
+  const size_t span = 64 + kMaxOffset + len + 64;
+  std::memset(lo, kCanary, span);
+  uint8_t* const d = lo + 64 + dst_off;
+  const uint32_t got = copy(seed, d, src, len);
+  const uint32_t want = zlib_crc(seed, src, len);
+  if (got != want) return testing::AssertionFailure() << "CRC " << got << ", zlib " << want;
+  if (std::memcmp(d, src, len) != 0) return testing::AssertionFailure() << "copy differs";
+  for (uint8_t* q = lo; q < lo + span; q++) {
+    if ((q < d || q >= d + len) && *q != kCanary)
+      return testing::AssertionFailure() << "wrote byte " << (q - d) << " of " << len;
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST_P(Crc32Path, CopyEveryLengthAndOffset) {
+  Aligned buf(kPathMaxLen + kMaxOffset, 9);
+  for (size_t off = 0; off < kMaxOffset; off++) {
+    const size_t dst_off = (off * 37 + 5) % kMaxOffset;  // unrelated to the source's
+    for (size_t len = 0; len <= kPathMaxLen; len++) {
+      const uint32_t seed = uint32_t(len) * 0x9E3779B9u;
+      ASSERT_TRUE(copies_exactly([&](auto... a) { return copy(a...); }, seed, buf.at(off), len,
+                                 dst_off))
+          << "offset " << off << " dst offset " << dst_off << " len " << len;
+      if (len >= k.min_len) {
+        ASSERT_TRUE(copies_exactly(k.copy, seed, buf.at(off), len, dst_off))
+            << "kernel, offset " << off << " dst offset " << dst_off << " len " << len;
+      }
+    }
+  }
+}
+
+TEST_P(Crc32Path, CopyLargeLengths) {
+  for (size_t len : {size_t(4096), size_t(65536 + 13)}) {
+    Aligned buf(len + kMaxOffset, uint32_t(len));
+    for (size_t off : {0, 1, 63}) {
+      EXPECT_TRUE(copies_exactly([&](auto... a) { return copy(a...); }, 0, buf.at(off), len, 7));
+      EXPECT_TRUE(copies_exactly(k.copy, 0, buf.at(off), len, 0));
+    }
+  }
+}
+
+TEST_P(Crc32Path, CopyChainedMatchesZlib) {
+  constexpr size_t kLen = 1500;  // a full-MTU payload received in two segments
+  Aligned src(kLen + kMaxOffset, 10), dst(kLen + kMaxOffset, 11);
+  for (size_t split = 0; split <= kLen; split += 7) {
+    const uint32_t c = copy(0, dst.at(1), src.at(2), split);
+    ASSERT_EQ(copy(c, dst.at(1) + split, src.at(2) + split, kLen - split), zlib_crc(0, src.at(2), kLen))
+        << "split " << split;
+    ASSERT_EQ(std::memcmp(dst.at(1), src.at(2), kLen), 0);
+  }
+}
+
+TEST(Crc32Copy, DispatchedMatchesZlib) {
+  Aligned src(kPathMaxLen + kMaxOffset, 12);
+  for (size_t len = 0; len <= kPathMaxLen; len++) {
+    ASSERT_TRUE(copies_exactly([](auto... a) { return crc32_copy(a...); }, 1, src.at(len % 64), len,
+                               len % 13))
+        << "len " << len;
+  }
+  EXPECT_EQ(crc32_copy(0x1234, nullptr, nullptr, 0), 0x1234u);
+}
+
+// ---- The choice of path -----------------------------------------------------------------
+
+TEST(Crc32Choice, EnvironmentNamesAPathTheCpuHas) {
+  using detail::crc_path_choose;
+  for (CrcPath best : {CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul}) {
+    EXPECT_EQ(crc_path_choose(nullptr, best), best);
+    EXPECT_EQ(crc_path_choose("", best), best);
+    EXPECT_EQ(crc_path_choose("fastest", best), best);
+    EXPECT_EQ(crc_path_choose("table", best), CrcPath::kTable);
+  }
+  EXPECT_EQ(crc_path_choose("pclmul", CrcPath::kVpclmul), CrcPath::kPclmul);
+  EXPECT_EQ(crc_path_choose("pclmul", CrcPath::kTable), CrcPath::kTable);
+  EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kVpclmul), CrcPath::kVpclmul);
+  EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kPclmul), CrcPath::kPclmul);
+  EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kTable), CrcPath::kTable);
+}
+
+// What a process started with NDNIC_CRC set runs: this test binary again, running only the
+// disabled test below, which checks crc32_path() and the CRCs in that process.
+TEST(Crc32Choice, EnvironmentIsReadAtStart) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const bool pclmul = cpuinfo_has_clmul(), vpclmul = cpuinfo_has_vpclmul();
+  const std::pair<const char*, const char*> cases[] = {
+      {"table", "table"},
+      {"pclmul", pclmul ? "pclmulqdq" : "table"},
+      {"vpclmul", vpclmul ? "vpclmulqdq" : pclmul ? "pclmulqdq" : "table"},
+  };
+  for (const auto& [env, want] : cases) {
+    const std::string cmd = std::string("NDNIC_CRC=") + env + " NDNIC_CRC_WANT=" + want + " '" +
+                            self + "' --gtest_also_run_disabled_tests" +
+                            " --gtest_filter=Crc32Choice.DISABLED_ChildSeesForcedPath 2>&1";
+    FILE* child = popen(cmd.c_str(), "r");
+    ASSERT_NE(child, nullptr) << cmd;
+    std::string out;
+    char chunk[4096];
+    for (size_t n; (n = fread(chunk, 1, sizeof chunk, child)) > 0;) out.append(chunk, n);
+    const int status = pclose(child);
+    // Passing and having run the test: a filter that matched nothing would also exit 0.
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+                out.find("[  PASSED  ] 1 test.") != std::string::npos)
+        << cmd << "\n" << out;
+  }
+}
+
+TEST(Crc32Choice, DISABLED_ChildSeesForcedPath) {
+  const char* want = std::getenv("NDNIC_CRC_WANT");
+  ASSERT_NE(want, nullptr) << "run by EnvironmentIsReadAtStart";
+  EXPECT_STREQ(crc32_path(), want);
+  Aligned src(kPathMaxLen + kMaxOffset, 13);
+  for (size_t len = 0; len <= kPathMaxLen; len += 3) {
+    ASSERT_EQ(crc32(0, src.at(1), len), zlib_crc(0, src.at(1), len)) << "len " << len;
+    ASSERT_TRUE(copies_exactly([](auto... a) { return crc32_copy(a...); }, 0, src.at(1), len, 3));
+  }
 }
 
 // ---- ICRC -------------------------------------------------------------------------------
