@@ -1,5 +1,7 @@
 // The poll loop of one shard: control requests, a receive burst through the decoder to the
 // responder and completer, the requester and READ replies of every QP, timers, one TX flush.
+#include <algorithm>
+
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_rcu_qsbr.h>
@@ -29,6 +31,11 @@ void Shard::process_frame(rte_mbuf* m) {
       recv_packet(*this, pkt, m))
     return;  // kept by the responder
   rte_pktmbuf_free(m);
+}
+
+void Shard::send_due_acks() {
+  for (Qp::Impl* qp : acks_due) send_pending_ack(*this, *qp);
+  acks_due.clear();
 }
 
 Shard* Shard::owner_of(const rte_mbuf* m) const {
@@ -142,6 +149,7 @@ void Shard::apply(ControlCmd* cmd) {
           break;
         }
       }
+      acks_due.erase(std::remove(acks_due.begin(), acks_due.end(), qp), acks_due.end());
       // Requests held behind a READ reply go back to the pool with the QP.
       for (auto& held_pkt : qp->resp.deferred) rte_pktmbuf_free(held_pkt.first);
       held -= uint32_t(qp->resp.deferred.size());
@@ -189,6 +197,7 @@ unsigned Shard::poll_once() {
     work += k;
     if (resolve) serve_resolves();
   }
+  send_due_acks();
 
   const uint64_t now = rte_rdtsc();
   for (Qp::Impl* qp : qps) {

@@ -30,6 +30,7 @@ constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and N
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
 constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
 constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per poll iteration
+constexpr uint8_t kAckUnlimited = 0x1F;       ///< AETH syndrome: ACK, credits not limited
 
 /// A control request from the application thread, applied by the owning shard.
 struct ControlCmd {
@@ -55,6 +56,7 @@ struct Shard {
   rte_ring* resolve = nullptr;             ///< QPN (as a pointer), shards -> the ARP owner
   Shard* arp_owner = this;                 ///< the shard polling queue 0 of our port
   std::vector<uint32_t> resolving;         ///< QPNs waiting for their peer's MAC (ARP owner only)
+  std::vector<Qp::Impl*> acks_due;         ///< QPs with a coalesced ACK pending (this RX burst)
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
@@ -82,6 +84,8 @@ struct Shard {
   void apply(ControlCmd* cmd);
   /// Decodes a frame and runs it through its QP; frees it unless the responder kept it.
   void process_frame(rte_mbuf* m);
+  /// Ends an RX burst: one ACK for each QP whose requests in it asked for one.
+  void send_due_acks();
   /// The owner of the QP a frame is for, read from the BTH before any checks (the owner does
   /// them); this shard when it cannot tell.
   Shard* owner_of(const rte_mbuf* m) const;
@@ -174,7 +178,11 @@ void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g);
 /// false when a check fails.
 bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, uint32_t len,
                               Gather* g);
-/// An ACK, NAK or RNR NAK for `psn`.
+/// An ACK, NAK or RNR NAK for `psn`, now (after the QP's pending coalesced ACK).
 void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn);
+/// ACKNOWLEDGE coalesced: `psn` is acknowledged at the end of the RX burst, with later ones.
+void ack_later(Shard& s, Qp::Impl& qp, uint32_t psn);
+/// Sends the QP's pending coalesced ACK, if any: before any other response of the QP.
+void send_pending_ack(Shard& s, Qp::Impl& qp);
 
 }  // namespace ndnic::nic

@@ -126,6 +126,12 @@ struct RespState {
   uint64_t write_va = 0;      ///< next byte a WRITE places (a peer's virtual address)
   uint32_t write_left = 0;    ///< bytes of the WRITE's DMA length still to come
   uint32_t write_len = 0;
+  /// ACKNOWLEDGE, coalesced: the newest PSN asked to be acknowledged in this RX burst, and the
+  /// MSN as of it. One ACK per QP leaves at the end of the burst (Shard::send_due_acks), or
+  /// before any other response of the QP so that responses stay in PSN order.
+  bool ack_pending = false;
+  uint32_t ack_psn = 0;
+  uint32_t ack_msn = 0;
   std::vector<ReadResource> res;
   uint32_t res_next = 0;      ///< slot the next READ/atomic takes
   uint32_t reads_active = 0;  ///< READs whose responses are still being sent

@@ -18,7 +18,6 @@
 namespace ndnic::nic {
 namespace {
 
-constexpr uint8_t kAckUnlimited = 0x1F;
 constexpr uint8_t kNakPsnSeq = 0x60;
 constexpr uint8_t kNakInvalidRequest = 0x61;
 constexpr uint8_t kNakRemoteAccess = 0x62;
@@ -79,6 +78,7 @@ ReadResource* new_resource(Qp::Impl& qp) {
 }
 
 void send_atomic_ack(Shard& s, Qp::Impl& qp, const ReadResource& res) {
+  send_pending_ack(s, qp);
   wire::RocePacket p;
   p.bth.opcode = wire::kRcAtomicAck;
   p.bth.psn = res.first_psn;
@@ -215,7 +215,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
       if (st != WcStatus::kSuccess) {
         // The request itself arrived intact: ACK it, then stop (as rxe does).
         r.psn = psn_add(psn, 1);
-        if (pkt.bth.ack_req) send_ack(s, qp, kAckUnlimited, psn);
+        if (pkt.bth.ack_req) ack_later(s, qp, psn);
         qp_to_error(s, qp);
         return false;
       }
@@ -345,9 +345,10 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
     default:
       return false;
   }
-  // ACKNOWLEDGE: only what the requester asked to have acknowledged (coalescing).
+  // ACKNOWLEDGE: only what the requester asked to have acknowledged, and one ACK for all that
+  // asked in one RX burst (an ACK acknowledges every PSN before its own).
   r.psn = psn_add(psn, 1);
-  if (pkt.bth.ack_req) send_ack(s, qp, kAckUnlimited, psn);
+  if (pkt.bth.ack_req) ack_later(s, qp, psn);
   return false;
 }
 
@@ -357,6 +358,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   if (st != QpState::kRtr && st != QpState::kRts) return 0;
   unsigned sent = 0;
   const uint32_t mtu = qp.attr.path_mtu;
+  if (r.reads_active > 0) send_pending_ack(s, qp);  // responses leave in PSN order
   // READ_REPLY: oldest accepted READ first, so responses leave in PSN order.
   // Most polls have no READ to answer: the 64 replay slots are only walked when one is.
   const size_t nres = r.res.size();
@@ -411,6 +413,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
     const QpState now = qp.state.load(std::memory_order_relaxed);
     if (now != QpState::kRtr && now != QpState::kRts) break;
   }
+  send_pending_ack(s, qp);  // what the held requests asked for: they are not in an RX burst
   return sent;
 }
 

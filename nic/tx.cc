@@ -56,13 +56,39 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   return true;
 }
 
-void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn) {
+namespace {
+
+void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
   wire::RocePacket p;
   p.bth.opcode = wire::kRcAck;
   p.bth.psn = psn;
   p.aeth.syndrome = syndrome;
-  p.aeth.msn = qp.resp.msn & wire::kPsnMask;
+  p.aeth.msn = msn & wire::kPsnMask;
   send_packet(s, qp, p, nullptr);
+}
+
+}  // namespace
+
+void send_pending_ack(Shard& s, Qp::Impl& qp) {
+  RespState& r = qp.resp;
+  if (!r.ack_pending) return;
+  r.ack_pending = false;
+  emit_ack(s, qp, kAckUnlimited, r.ack_psn, r.ack_msn);
+}
+
+void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn) {
+  send_pending_ack(s, qp);
+  emit_ack(s, qp, syndrome, psn, qp.resp.msn);
+}
+
+void ack_later(Shard& s, Qp::Impl& qp, uint32_t psn) {
+  RespState& r = qp.resp;
+  if (!r.ack_pending) {
+    r.ack_pending = true;
+    s.acks_due.push_back(&qp);
+  }
+  r.ack_psn = psn;
+  r.ack_msn = r.msn;
 }
 
 }  // namespace ndnic::nic

@@ -8,6 +8,9 @@
 //   (mbufs from B's pool holding A's requests with consecutive PSNs), outside the timing.
 // - requester: requester_run (FETCH with its L_Key checks, segmentation, building each packet:
 //   mbuf, headers, payload gather, ICRC) and the TX flush, on work requests posted beforehand.
+// - completer: Shard::process_frame on the responses to requests A's requester sent (one ACK
+//   per SEND or WRITE, or the READ responses, built beforehand in A's pool): the completer's
+//   checks, READ placement, the completions.
 // - stream: everything, end to end: post, both engines, ACKs, the completer, the CQs.
 //
 // The stage functions are driven as the shard's own poll loop drives them (the devices have no
@@ -205,13 +208,15 @@ uint8_t request_opcode(Op op, bool first, bool last) {
 }
 
 /// The packets A's requester would send for `msgs` messages of `shape`, starting at `*psn`,
-/// as mbufs in B's pool; `*acks` counts the packets that ask for an acknowledgement. On failure
-/// nothing is left allocated.
+/// as mbufs in B's pool; `*acks` counts the RX bursts (kRxBurst frames) with a packet that asks
+/// for an acknowledgement: the responder sends one ACK per such burst. On failure nothing is
+/// left allocated.
 bool build_requests(Pair& p, const Shape& shape, uint32_t msgs, uint32_t* psn, std::vector<rte_mbuf*>* out,
                     uint32_t* acks) {
   out->clear();
   *acks = 0;
   const uint32_t req_pkts = shape.op == Op::kRead ? 1 : shape.packets();
+  size_t acked_burst = SIZE_MAX;
   for (uint32_t m = 0; m < msgs; m++) {
     for (uint32_t j = 0; j < req_pkts; j++) {
       const uint32_t off = j * kMtu;
@@ -244,7 +249,11 @@ bool build_requests(Pair& p, const Shape& shape, uint32_t msgs, uint32_t* psn, s
       }
       mb->data_len = uint16_t(len);
       mb->pkt_len = uint32_t(len);
-      *acks += shape.op == Op::kRead ? 0 : pkt.bth.ack_req;
+      const size_t burst = (out->size() - 1) / kRxBurst;
+      if (shape.op != Op::kRead && pkt.bth.ack_req && burst != acked_burst) {
+        acked_burst = burst;
+        ++*acks;
+      }
       *psn = psn_add(*psn, shape.op == Op::kRead ? shape.packets() : 1);
     }
   }
@@ -275,6 +284,7 @@ void BM_responder(benchmark::State& state, Shape shape) {
     for (size_t i = 0; i < frames.size();) {
       // One RX burst, then what the poll loop does for the QP and the port after it.
       for (const size_t end = std::min(frames.size(), i + kRxBurst); i < end; i++) s.process_frame(frames[i]);
+      s.send_due_acks();
       while (responder_run(s, qp) != 0) s.flush_tx();
       s.flush_tx();
     }
@@ -320,7 +330,7 @@ bool finish_exchange(Pair& p, uint32_t n, uint32_t m, uint32_t len) {
 /// Posts `msgs` requests of `shape` from A (and, for SEND, as many receives on B).
 bool post_requests(Pair& p, const Shape& shape, uint32_t msgs) {
   SendWr wr{};
-  wr.opcode = shape.op == Op::kSend ? WrOpcode::kSend : WrOpcode::kWrite;
+  wr.opcode = shape.op == Op::kSend ? WrOpcode::kSend : shape.op == Op::kWrite ? WrOpcode::kWrite : WrOpcode::kRead;
   wr.flags = kWrSignaled;
   wr.num_sge = 1;
   wr.sge[0] = {reinterpret_cast<uint64_t>(p.a.buf.data()), shape.len, p.a.mr.lkey};
@@ -362,6 +372,91 @@ void BM_requester(benchmark::State& state, Shape shape) {
   report(state, packets, uint64_t(msgs) * shape.len);
 }
 
+// ---- completer -----------------------------------------------------------------------------
+
+/// The responses B would send for A's WQEs [first, first + msgs), which A's requester has sent,
+/// as mbufs in A's pool: the READ responses, or for WRITE one ACK per message (no coalescing:
+/// the completer's most expensive case per message).
+bool build_responses(Pair& p, const Shape& shape, uint32_t first, uint32_t msgs, std::vector<rte_mbuf*>* out) {
+  out->clear();
+  const ReqState& req = p.a.qpi().req;
+  for (uint32_t k = 0; k < msgs; k++) {
+    const SendWqe& w = req.sq[(first + k) & req.mask];
+    const uint32_t n = shape.op == Op::kRead ? w.npkts : 1;
+    for (uint32_t j = 0; j < n; j++) {
+      wire::RocePacket pkt;
+      std::memcpy(pkt.eth.src, p.b.port.mac().addr_bytes, 6);
+      std::memcpy(pkt.eth.dst, p.a.port.mac().addr_bytes, 6);
+      pkt.ip4.src = kIpB;
+      pkt.ip4.dst = kIpA;
+      pkt.udp.src_port = 0xC000;
+      pkt.bth.dest_qp = p.a.qp->qpn();
+      pkt.aeth.syndrome = kAckUnlimited;
+      pkt.aeth.msn = first + k + 1;
+      if (shape.op == Op::kRead) {
+        const bool f = j == 0, l = j + 1 == n;
+        pkt.bth.opcode = f && l ? wire::kRcReadResponseOnly
+                         : f    ? wire::kRcReadResponseFirst
+                         : l    ? wire::kRcReadResponseLast
+                                : wire::kRcReadResponseMiddle;
+        pkt.bth.psn = psn_add(w.first_psn, j);
+        pkt.payload = p.b.buf.data() + j * kMtu;
+        pkt.payload_len = std::min(kMtu, shape.len - j * kMtu);
+        pkt.bth.pad = wire::pad_for(pkt.payload_len);
+      } else {
+        pkt.bth.opcode = wire::kRcAck;
+        pkt.bth.psn = w.last_psn;
+      }
+      rte_mbuf* mb = rte_pktmbuf_alloc(p.a.port.mempool());
+      const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
+      if (mb) out->push_back(mb);
+      if (len == 0) {
+        rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
+        out->clear();
+        return false;
+      }
+      mb->data_len = uint16_t(len);
+      mb->pkt_len = uint32_t(len);
+    }
+  }
+  return true;
+}
+
+void BM_completer(benchmark::State& state, Shape shape) {
+  Pair* p = pair(state);
+  if (!p) return;
+  Shard& s = p->a.shard();
+  Qp::Impl& qp = p->a.qpi();
+  // READs: as many as the requester may have outstanding at once.
+  const uint32_t msgs = std::min<uint32_t>(std::max(1u, kReqPassPackets / shape.packets()),
+                                           shape.op == Op::kRead ? qp.attr.max_rd_atomic : kReqPassPackets);
+  const uint32_t packets = shape.op == Op::kRead ? msgs * shape.packets() : msgs;
+  std::vector<rte_mbuf*> frames;
+  const double tsc_hz = double(rte_get_tsc_hz());
+  for (auto _ : state) {
+    // A sends the requests (B never sees them), B's answers are built, A's completer runs.
+    const uint32_t first = qp.req.tail;
+    if (!post_requests(*p, shape, msgs)) return state.SkipWithError("posting failed");
+    while (requester_run(s, qp) != 0) s.flush_tx();
+    s.flush_tx();
+    drain_port(p->b.port);
+    if (qp.req.next - first != msgs) return state.SkipWithError("the requester left requests unsent");
+    if (!build_responses(*p, shape, first, msgs, &frames)) return state.SkipWithError("building the frames failed");
+    const uint64_t t0 = rte_rdtsc();
+    for (size_t i = 0; i < frames.size();) {
+      for (const size_t end = std::min(frames.size(), i + kRxBurst); i < end; i++) s.process_frame(frames[i]);
+      s.flush_tx();
+    }
+    const uint64_t t1 = rte_rdtsc();
+    state.SetIterationTime(double(t1 - t0) / tsc_hz);
+    if (!take_completions(p->a.scq, msgs, shape.len) || !p->healthy() || qp.req.head != qp.req.tail)
+      return state.SkipWithError("a request did not complete with success");
+  }
+  if (shape.op == Op::kRead && std::memcmp(p->a.buf.data(), p->b.buf.data(), shape.len) != 0)
+    state.SkipWithError("the READ data did not land");
+  report(state, packets, uint64_t(msgs) * shape.len);
+}
+
 // ---- end to end ----------------------------------------------------------------------------
 
 void BM_stream(benchmark::State& state, Shape shape) {
@@ -391,6 +486,13 @@ bool register_all() {
     benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
   for (const Shape& sh : kRequests)
     benchmark::RegisterBenchmark(name("BM_requester", sh).c_str(), BM_requester, sh)->UseManualTime()->MinTime(kMinTime);
+  // The completer's work for an ACK is the same whether it acknowledges a SEND or a WRITE; a
+  // SEND here would leave B a receive per message that nothing consumes.
+  benchmark::RegisterBenchmark(name("BM_completer", kRequests[3]).c_str(), BM_completer, kRequests[3])
+      ->UseManualTime()
+      ->MinTime(kMinTime);
+  for (const Shape& sh : kReads)
+    benchmark::RegisterBenchmark(name("BM_completer", sh).c_str(), BM_completer, sh)->UseManualTime()->MinTime(kMinTime);
   for (const Shape& sh : kRequests)
     benchmark::RegisterBenchmark(name("BM_stream", sh).c_str(), BM_stream, sh)->UseRealTime()->MinTime(kMinTime);
   return true;
