@@ -12,6 +12,7 @@
 #include <rte_cycles.h>
 
 #include "nic/engine.h"
+#include "nic/payload_copy.h"
 #include "nic/sge_walk.h"
 
 namespace ndnic::nic {
@@ -93,13 +94,18 @@ void wqe_failed(Qp::Impl& qp, SendWqe& w, WcStatus st) {
 /// now: the application may have deregistered (and freed) the region since it posted the
 /// request. Deregistration clears the key before it waits for a grace period, so memory that
 /// passes the check here stays the region's while this packet is processed. False when a
-/// check fails (pieces before it are written: their regions are still registered).
-bool place(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, const uint8_t* src, uint32_t len) {
+/// check fails (pieces before it are written: their regions are still registered). A READ
+/// response's payload goes through `copy`, which checks its pending ICRC on the way.
+bool place(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, const uint8_t* src, uint32_t len,
+           PayloadCopy* copy = nullptr) {
   return for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
     const Sge& g = w.wr.sge[i];
     Resolved res;
     if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
-    std::memcpy(res.host, src, take);
+    if (copy)
+      copy->copy(res.host, src, take);
+    else
+      std::memcpy(res.host, src, take);
     src += take;
     return true;
   });
@@ -139,9 +145,23 @@ void fail(Shard& s, Qp::Impl& qp, SendWqe& w, WcStatus st) {
   advance_completions(s, qp);
 }
 
+/// Whether `pkt` is the READ response the oldest WQE waits for next. The one packet the
+/// completer acts on only by placing its payload, before anything else moves, so the one whose
+/// ICRC may still be pending (payload_copy.h); every other is checked first.
+bool next_read_response(const Qp::Impl& qp, const wire::RocePacket& pkt) {
+  const ReqState& r = qp.req;
+  if (r.head == r.tail || !was_sent(qp.comp, pkt.bth.psn)) return false;
+  const SendWqe& w = r.sq[r.head & r.mask];
+  const uint32_t mtu = qp.attr.path_mtu;
+  return w.wr.opcode == WrOpcode::kRead && w.psn_assigned &&
+         (w.state == WqeState::kPosted || w.state == WqeState::kSent) &&
+         pkt.bth.psn == psn_add(w.first_psn, w.placed / mtu) &&
+         response_due(w, wire::opcode_info(pkt.bth.opcode).position, pkt.payload_len, mtu);
+}
+
 }  // namespace
 
-void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
+void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
   ReqState& r = qp.req;
   CompState& c = qp.comp;
   const uint32_t psn = pkt.bth.psn;
@@ -150,6 +170,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   const uint8_t syn = pkt.aeth.syndrome;
   const uint32_t mtu = qp.attr.path_mtu;
   const uint64_t now = rte_rdtsc();
+  if (pkt.icrc_pending && !next_read_response(qp, pkt) && !settle_icrc(s, pkt)) return;
 
   // CHECK_PSN against the next PSN never sent: nothing may answer it.
   if (!was_sent(c, psn)) {
@@ -212,9 +233,14 @@ void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
           fail(s, qp, w, WcStatus::kBadResponse);
           return;
         }
-        // READ
-        if (!place(s, qp, w, w.placed, pkt.payload, pkt.payload_len)) {
-          fail(s, qp, w, WcStatus::kLocalProtection);
+        // READ: into the sink, which the application may not look at before the completion.
+        PayloadCopy copy(pkt);
+        if (!place(s, qp, w, w.placed, pkt.payload, pkt.payload_len, &copy)) {
+          if (settle_icrc(s, pkt)) fail(s, qp, w, WcStatus::kLocalProtection);
+          return;
+        }
+        if (!copy.icrc_ok()) {  // corrupt: as if it never came; the go-back overwrites it
+          drop_corrupt(s, qp, pkt);
           return;
         }
         w.placed += pkt.payload_len;

@@ -135,7 +135,13 @@ struct DeviceImpl {
 
 /// recv.cc: a decoded packet for this shard -> responder or completer. True when the
 /// responder kept `m` (a deferred request); otherwise the caller frees it.
-bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m);
+bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m);
+/// recv.cc: the ICRC that decode left pending (the payload's part, for a fused copy), checked
+/// now: before a packet is acted on in any other way than that copy. False, and counted as an
+/// ICRC mismatch, when the packet is corrupt; it must then be dropped without a trace.
+bool settle_icrc(Shard& s, wire::RocePacket& pkt);
+/// A packet whose fused copy found its ICRC bad: counted as rejected, not as received.
+void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// req.cc: drain the send ring and send what the window allows.
 unsigned requester_run(Shard& s, Qp::Impl& qp);
 /// req.cc: FETCH, ring -> SQ with the local key checks (the UD requester shares it).
@@ -146,10 +152,10 @@ bool requester_ready(Shard& s, Qp::Impl& qp);
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// resp.cc: a request packet (true: `m` was kept, deferred); READ response generation.
-bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m);
+bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m);
 unsigned responder_run(Shard& s, Qp::Impl& qp);
 /// comp.cc: a response packet; timers; completions.
-void completer_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
+void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt);
 void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now);
 /// qp.cc: state changes, ERROR and the flush of both queues.
 bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& attr);

@@ -3,16 +3,36 @@
 #include <cstring>
 
 #include "nic/engine.h"
+#include "wire/icrc.h"
 
 namespace ndnic::nic {
 
-bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
+bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
+  if (!pkt.icrc_pending) return true;
+  pkt.icrc_pending = false;
+  if (wire::icrc_check_pending(pkt)) return true;
+  s.rejects.add(wire::Reject::kIcrcMismatch);
+  return false;
+}
+
+void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
+  s.rejects.add(wire::Reject::kIcrcMismatch);
+  qp.counters.rx_packets--;  // counted on arrival, before its copy found it corrupt
+  qp.counters.rx_bytes -= wire::frame_length(pkt);
+}
+
+bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
   Qp::Impl* qp = s.dev->qp_by_number(pkt.bth.dest_qp);
+  // A packet for no QP of ours is dropped either way; anything else counted is intact.
   if (!qp || qp->shard.load(std::memory_order_relaxed) != &s) {
-    s.unknown_qp++;
+    if (settle_icrc(s, pkt)) s.unknown_qp++;
     return false;
   }
+  const wire::OpKind kind = wire::opcode_info(pkt.bth.opcode).kind;
+  // Only SEND requests and READ responses keep a pending ICRC for their copy (payload_copy.h).
+  if (kind != wire::OpKind::kSend && kind != wire::OpKind::kReadResponse && !settle_icrc(s, pkt)) return false;
   if (qp->caps.type == QpType::kUd || pkt.bth.opcode == wire::kUdSendOnly) {
+    if (!settle_icrc(s, pkt)) return false;
     ud_recv_packet(s, *qp, pkt);  // the payload is copied out: `m` is never kept
     return false;
   }
@@ -20,17 +40,18 @@ bool recv_packet(Shard& s, const wire::RocePacket& pkt, rte_mbuf* m) {
   // A QP receives from RTR on; from its own peer only.
   if (st == QpState::kReset || st == QpState::kInit || st == QpState::kError ||
       pkt.ip4.src != qp->attr.dest_ipv4) {
-    s.unknown_qp++;
+    if (settle_icrc(s, pkt)) s.unknown_qp++;
     return false;
   }
   if (!qp->mac_known) {
+    if (!settle_icrc(s, pkt)) return false;
     // The peer's MAC (or its router's) as the request arrived: replies need no ARP of their own.
     std::memcpy(qp->dest_mac.addr_bytes, pkt.eth.src, 6);
     qp->mac_known = true;
   }
   qp->counters.rx_packets++;
   qp->counters.rx_bytes += wire::frame_length(pkt);  // as tx_bytes: whole frames
-  switch (wire::opcode_info(pkt.bth.opcode).kind) {
+  switch (kind) {
     case wire::OpKind::kSend:
     case wire::OpKind::kWrite:
     case wire::OpKind::kReadRequest:

@@ -13,6 +13,7 @@
 #include <rte_ring_elem.h>
 
 #include "nic/engine.h"
+#include "nic/payload_copy.h"
 #include "nic/sge_walk.h"
 
 namespace ndnic::nic {
@@ -54,14 +55,15 @@ bool take_recv(Qp::Impl& qp) {
   return true;
 }
 
-/// Scatters SEND payload into the receive at recv_offset. False: a region check failed.
-bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len) {
+/// Scatters SEND payload into the receive at recv_offset (through `copy`, which checks a
+/// pending ICRC on the way). False: a region check failed.
+bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len, PayloadCopy& copy) {
   RespState& r = qp.resp;
   return for_each_piece(r.recv.sge, r.recv.num_sge, r.recv_offset, len, [&](unsigned i, uint32_t at, uint32_t take) {
     const Sge& g = r.recv.sge[i];
     Resolved res;
     if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
-    std::memcpy(res.host, src, take);
+    copy.copy(res.host, src, take);
     src += take;
     r.recv_offset += take;
     return true;
@@ -118,7 +120,7 @@ void duplicate(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
 
 }  // namespace
 
-bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_mbuf* m) {
+bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m) {
   RespState& r = qp.resp;
   if (m && (r.reads_active > 0 || !r.deferred.empty())) {
     // Held with its mbuf until the READ replies are out; a bounded number, or a peer that
@@ -136,10 +138,14 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
   const uint32_t psn = pkt.bth.psn;
   const uint32_t mtu = qp.attr.path_mtu;
   MemoryTable& mem = s.dev->memory;
+  // A SEND may still have its payload's ICRC pending (payload_copy.h): whatever acts on the
+  // packet other than its copy into the receive checks it first.
+  const auto intact = [&] { return settle_icrc(s, pkt); };
 
   // CHECK_PSN
   const int32_t d = psn_diff(psn, r.psn);
   if (d > 0) {
+    if (!intact()) return false;
     qp.counters.out_of_sequence++;
     if (!r.nak_sent) {
       r.nak_sent = true;
@@ -149,6 +155,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
     return false;
   }
   if (d < 0) {
+    if (!intact()) return false;
     duplicate(s, qp, pkt);
     return false;
   }
@@ -159,11 +166,13 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
   const bool in_msg = r.in_send || r.in_write;
   if (cont != in_msg || (r.in_send && info.kind != OpKind::kSend) ||
       (r.in_write && info.kind != OpKind::kWrite)) {
+    if (!intact()) return false;
     fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
     return false;
   }
   // CHECK_LENGTH: FIRST/MIDDLE carry exactly one path MTU, LAST/ONLY at most one.
   if (info.has_payload && (pkt.payload_len > mtu || (!ends_message(info.position) && pkt.payload_len != mtu))) {
+    if (!intact()) return false;
     fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kRemoteInvalidRequest);
     return false;
   }
@@ -172,17 +181,27 @@ bool responder_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt, rte_m
     case OpKind::kSend: {
       // CHECK_RESOURCE
       if (starts_message(info.position) && !take_recv(qp)) {
+        if (!intact()) return false;
         qp.counters.rnr_naks_sent++;
         send_ack(s, qp, uint8_t(kRnrNak | qp.attr.min_rnr_timer), psn);
         return false;
       }
       // EXECUTE
       if (r.recv_offset + pkt.payload_len > r.recv_capacity) {
+        if (!intact()) return false;
         fatal_nak(s, qp, kNakInvalidRequest, psn, WcStatus::kLocalLength);
         return false;
       }
-      if (!scatter(s, qp, pkt.payload, pkt.payload_len)) {
+      const uint32_t offset_before = r.recv_offset;
+      PayloadCopy copy(pkt);
+      if (!scatter(s, qp, pkt.payload, pkt.payload_len, copy)) {
+        if (!intact()) return false;
         fatal_nak(s, qp, kNakRemoteOperation, psn, WcStatus::kLocalProtection);
+        return false;
+      }
+      if (!copy.icrc_ok()) {  // corrupt: as if it never came; the retransmission overwrites it
+        r.recv_offset = offset_before;
+        drop_corrupt(s, qp, pkt);
         return false;
       }
       r.in_send = !ends_message(info.position);

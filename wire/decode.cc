@@ -169,12 +169,26 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   const uint8_t* icrc_at = ib + ib_len - kIcrcLen;
   out->icrc = uint32_t(icrc_at[0]) | uint32_t(icrc_at[1]) << 8 | uint32_t(icrc_at[2]) << 16 |
               uint32_t(icrc_at[3]) << 24;
-  if (opt.check_icrc && icrc_compute(l3, out->ipv6, ib_len - kIcrcLen) != out->icrc)
+  out->icrc_pending = false;
+  if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
+    out->icrc_pending = true;
+    out->icrc_partial = crc32(icrc_begin(l3, out->ipv6), ib + kBthLen, info.ext_len);
+    return Reject::kOk;
+  }
+  if ((opt.check_icrc || opt.defer_payload_icrc) && icrc_compute(l3, out->ipv6, ib_len - kIcrcLen) != out->icrc)
     return Reject::kIcrcMismatch;
   return Reject::kOk;
 }
 
 }  // namespace
+
+bool icrc_finish(const RocePacket& p, uint32_t crc_through_payload) {
+  return crc32(crc_through_payload, p.payload + p.payload_len, p.bth.pad) == p.icrc;
+}
+
+bool icrc_check_pending(const RocePacket& p) {
+  return icrc_finish(p, crc32(p.icrc_partial, p.payload, p.payload_len));
+}
 
 const char* reject_name(Reject r) {
   size_t i = size_t(r);

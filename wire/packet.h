@@ -28,6 +28,10 @@ struct RocePacket {
   const uint8_t* payload = nullptr;  ///< decode: points into the frame; encode: source bytes
   uint32_t payload_len = 0;  ///< payload bytes, excluding pad
   uint32_t icrc = 0;         ///< ICRC as received (decode) or computed (encode)
+  /// decode with DecodeOptions::defer_payload_icrc: the payload's part of the ICRC is left to
+  /// the caller, who CRCs the payload as it copies it out and ends with icrc_finish().
+  bool icrc_pending = false;
+  uint32_t icrc_partial = 0; ///< ... the CRC state through the extension headers
 };
 
 /// Why the decoder refused a frame. Every reason is a counter (RejectCounters), never a log line.
@@ -69,7 +73,21 @@ struct RejectCounters {
 struct DecodeOptions {
   bool check_icrc = true;          ///< off when the caller checks it elsewhere (e.g. folded into a copy)
   bool check_ip_checksum = true;   ///< off when the port verified it in hardware
+  /// Payloads of at least kDeferIcrcMinPayload bytes: the ICRC is checked through the headers
+  /// only (icrc_pending, icrc_partial), the rest is the caller's (one read of the payload for
+  /// the copy and the CRC). Implies check_icrc for every other packet.
+  bool defer_payload_icrc = false;
 };
+
+/// Below this a payload's CRC is checked at decode: the fused copy saves little, and a deferred
+/// check is one more thing for the caller to settle.
+constexpr uint32_t kDeferIcrcMinPayload = 256;
+
+/// A deferred ICRC completed: `crc_through_payload` is icrc_partial continued over the whole
+/// payload (by crc32 or crc32_copy); the pad is added here and the sum compared with p.icrc.
+bool icrc_finish(const RocePacket& p, uint32_t crc_through_payload);
+/// The deferred ICRC checked without a copy (the payload read where it lies).
+bool icrc_check_pending(const RocePacket& p);
 
 /// Decodes an Ethernet frame. Never reads outside [frame, frame+len). On success `out` points
 /// into `frame` for the payload. Counts the outcome in `counters` when given.

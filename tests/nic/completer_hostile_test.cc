@@ -52,8 +52,9 @@ class CompleterHostile : public TwoNodes {
     ASSERT_EQ(sc[0].status, WcStatus::kSuccess);
   }
 
-  /// A response to B's QP as if from A's QP, put on the wire from A's port.
-  void inject(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload_len = 0) {
+  /// A response to B's QP as if from A's QP, put on the wire from A's port; `corrupt`: one
+  /// payload byte flipped after the ICRC was computed.
+  void inject(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload_len = 0, bool corrupt = false) {
     wire::RocePacket p;
     std::memcpy(p.eth.dst, b->port.mac().addr_bytes, 6);
     std::memcpy(p.eth.src, a->port.mac().addr_bytes, 6);
@@ -69,6 +70,7 @@ class CompleterHostile : public TwoNodes {
     p.payload_len = payload_len;
     std::vector<uint8_t> f(wire::frame_length(p));
     ASSERT_EQ(wire::encode_frame(p, f.data(), f.size()), f.size());
+    if (corrupt) f[wire::header_length(p) + payload_len / 2] ^= 0x01;
     rte_mbuf* m = rte_pktmbuf_alloc(a->port.mempool());
     ASSERT_NE(m, nullptr);
     std::memcpy(rte_pktmbuf_append(m, uint16_t(f.size())), f.data(), f.size());
@@ -276,6 +278,45 @@ TEST_F(CompleterHostile, ReadResponsesOutOfPlaceWriteNothingAndNeverAskForMore) 
 // the application deregistered (and freed) the region, a retransmission sent whatever the
 // memory held by then. Each packet's bytes are checked against the lkey as they are gathered:
 // the first transmission of a request queued behind a full window, and a retransmission.
+// A READ response's ICRC is checked while its payload is copied into the sink (one read of
+// the payload): a corrupt one is dropped as if lost, places nothing that counts, moves no
+// state, and the intact one after it completes the READ.
+TEST_F(CompleterHostile, ACorruptReadResponseIsDroppedAndTheIntactOneCompletesTheRead) {
+  constexpr uint64_t kSink = 200000;
+  constexpr uint32_t kLen = 2 * kMtu;
+  connect();
+  warm_up();
+  seen.clear();
+  SendWr rd = send_wr(WrOpcode::kRead, *b, kSink, kLen, 1);
+  rd.remote_addr = addr(a->buf.data());
+  rd.rkey = a->mr.rkey;
+  ASSERT_TRUE(b->qp->post_send(rd));
+  for (int i = 0; i < 200 && seen.empty(); i++) poll_b_as_peer(1);
+  ASSERT_FALSE(seen.empty()) << "B sent no READ request";
+  const uint32_t first = opts.psn_b;
+  const uint64_t rx0 = b->qp->counters().rx_packets;
+  const uint64_t bad0 = b->dev.counters().rejects[wire::Reject::kIcrcMismatch];
+  std::vector<Completion> sc;
+  for (const bool corrupt : {true, false}) {  // FIRST, corrupt then intact
+    inject(wire::kRcReadResponseFirst, first, kAck, kMtu, corrupt);
+    poll_b_as_peer(2);
+  }
+  inject(wire::kRcReadResponseLast, first + 1, kAck, kMtu, true);
+  poll_b_as_peer(2);
+  EXPECT_EQ(b_send_completions(&sc), 0u) << "a corrupt LAST completed the READ";
+  EXPECT_EQ(b->dev.counters().rejects[wire::Reject::kIcrcMismatch], bad0 + 2);
+  EXPECT_EQ(b->qp->counters().rx_packets, rx0 + 1) << "a corrupt response was counted as received";
+  inject(wire::kRcReadResponseLast, first + 1, kAck, kMtu);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+  while (b_send_completions(&sc) == 0 && std::chrono::steady_clock::now() < end) poll_b_as_peer(1);
+  ASSERT_EQ(sc.size(), 1u);
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess) << wc_status_name(sc[0].status);
+  EXPECT_EQ(sc[0].byte_len, kLen);
+  const uint8_t* sink = b->buf.data() + kSink;
+  EXPECT_EQ(std::count(sink, sink + kLen, kForged), long(kLen));
+  EXPECT_EQ(b->qp->state(), QpState::kRts);
+}
+
 TEST_F(CompleterHostile, GatherFromADeregisteredRegionFailsWithLocalProtection) {
   constexpr uint32_t kBig = 512 * 1024;  // fills the window: what is posted after it waits
   constexpr uint32_t kLen = 16 * 1024;

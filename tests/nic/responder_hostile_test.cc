@@ -48,6 +48,37 @@ class ResponderHostile : public Hostile {
   }
 };
 
+// A SEND's ICRC is checked while its payload is copied into the receive (one read of the
+// payload). A corrupt one, in sequence or not, is dropped without a trace: no NAK, no
+// completion, no receive used up, nothing counted but the ICRC mismatch; the intact
+// retransmission then lands whole.
+TEST_F(ResponderHostile, ACorruptSendLeavesNoTraceAndItsRetransmissionLands) {
+  connect();
+  constexpr uint32_t kLen = 1000;
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 8192, kLen, 7)));
+  const auto corrupt_payload = [](std::vector<uint8_t>& f) { f[f.size() - 4 - 300] ^= 0x40; };
+  const uint64_t bad0 = b->dev.counters().rejects[wire::Reject::kIcrcMismatch];
+  inject(request(wire::kRcSendOnly, b->qp->qpn(), opts.psn_a), bytes(kLen, 0x3C), corrupt_payload);
+  inject(request(wire::kRcSendOnly, b->qp->qpn(), opts.psn_a + 3), bytes(kLen, 0x3C), corrupt_payload);
+  inject(request(wire::kRcSendOnly, b->qp->qpn(), opts.psn_a - 3), bytes(kLen, 0x3C), corrupt_payload);
+  const Qp::Counters c = b->qp->counters();
+  EXPECT_EQ(b->dev.counters().rejects[wire::Reject::kIcrcMismatch], bad0 + 3);
+  EXPECT_EQ(c.rx_packets, 0u);
+  EXPECT_EQ(c.naks_sent[0] + c.naks_sent[1] + c.naks_sent[2] + c.naks_sent[3] + c.rnr_naks_sent, 0u);
+  EXPECT_EQ(c.out_of_sequence + c.duplicates, 0u);
+  Completion none[4];
+  EXPECT_EQ(b->rcq->poll(none, 4), 0u);
+  EXPECT_EQ(b->qp->state(), QpState::kRts);
+
+  inject(request(wire::kRcSendOnly, b->qp->qpn(), opts.psn_a), bytes(kLen, 0x3C));
+  std::vector<Completion> rc;
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(rc[0].wr_id, 7u);
+  EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(rc[0].byte_len, kLen);
+  EXPECT_EQ(std::count(b->buf.begin() + 8192, b->buf.begin() + 8192 + kLen, 0x3C), long(kLen));
+}
+
 // A window revoked between a WRITE's FIRST and its MIDDLE/LAST: the later packets are checked
 // again and refused (before: they went to the pointer saved at the FIRST).
 TEST_F(ResponderHostile, WriteMiddleAndLastReachNoWindowInvalidatedAfterTheFirst) {

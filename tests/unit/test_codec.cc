@@ -229,6 +229,48 @@ TEST(Decode, ChecksCanBeTurnedOff) {
   EXPECT_NE(d.icrc, icrc_compute(&b.frame[kIp], false, b.frame.size() - kBth - 4));
 }
 
+// defer_payload_icrc: a payload of kDeferIcrcMinPayload bytes or more leaves its part of the
+// ICRC to the caller's copy (crc32_copy from icrc_partial, then icrc_finish); a smaller one, or
+// a packet without payload, is checked at decode as before. Whatever part of the frame is
+// damaged, header, payload or pad, the finished check says so.
+TEST(Decode, DeferredPayloadIcrcIsFinishedByTheCopy) {
+  std::mt19937_64 rng(12);
+  const DecodeOptions defer{.defer_payload_icrc = true};
+  for (const uint32_t len : {kDeferIcrcMinPayload, 1021u, 4096u}) {
+    SCOPED_TRACE(len);
+    auto b = build_packet(kRcSendLast, len, rng);
+    const size_t pad_at = b.frame.size() - 4 - pad_for(len);
+    for (const size_t damaged : {size_t(0), kBth + 8, kBth + 12 + 5, kBth + 12 + len - 1, pad_at}) {
+      SCOPED_TRACE(damaged);
+      std::vector<uint8_t> f = b.frame;
+      if (damaged) f[damaged] ^= 0x10;
+      if (damaged == pad_at && pad_for(len) == 0) continue;
+      RocePacket d;
+      ASSERT_EQ(decode_frame(f.data(), f.size(), &d, defer), Reject::kOk);
+      ASSERT_TRUE(d.icrc_pending);
+      ASSERT_EQ(d.payload_len, len);
+      std::vector<uint8_t> out(len);
+      // In two pieces, as a scatter over two SGEs would copy it.
+      uint32_t crc = crc32_copy(d.icrc_partial, out.data(), d.payload, 100);
+      crc = crc32_copy(crc, out.data() + 100, d.payload + 100, len - 100);
+      EXPECT_EQ(icrc_finish(d, crc), damaged == 0);
+      EXPECT_EQ(icrc_check_pending(d), damaged == 0);
+      EXPECT_EQ(0, std::memcmp(out.data(), d.payload, len));
+      // Without deferring, the same frame is refused at decode exactly when it is damaged.
+      EXPECT_EQ(decode_frame(f.data(), f.size(), &d), damaged ? Reject::kIcrcMismatch : Reject::kOk);
+    }
+  }
+  // Below the threshold, and without payload, decode checks it all itself.
+  for (const auto& [op, len] : {std::pair{kRcSendOnly, kDeferIcrcMinPayload - 4}, std::pair{kRcAck, 0u}}) {
+    auto b = build_packet(op, len, rng);
+    RocePacket d;
+    ASSERT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d, defer), Reject::kOk);
+    EXPECT_FALSE(d.icrc_pending);
+    b.frame[b.frame.size() - 5] ^= 1;
+    EXPECT_EQ(decode_frame(b.frame.data(), b.frame.size(), &d, defer), Reject::kIcrcMismatch);
+  }
+}
+
 TEST(Decode, EthernetTrailerAfterIpPacketIsIgnored) {
   std::mt19937_64 rng(10);
   auto b = build_packet(kRcAck, 0, rng);
