@@ -67,6 +67,20 @@ bool Cq::Impl::push(const Completion& c) {
   return true;
 }
 
+unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
+  rte_ring* r = ring.load(std::memory_order_acquire);
+  const unsigned k = rte_ring_mp_enqueue_burst_elem(r, c, sizeof(Completion), n, nullptr);
+  if (k < n) overflows.fetch_add(n - k, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_seq_cst);  // as in push(), against arm()
+  CqArm a = armed.load(std::memory_order_acquire);
+  if (a == CqArm::kNone) return k;
+  bool wake = a == CqArm::kAny || k < n;  // an overrun wakes whoever waits, as in push()
+  for (unsigned i = 0; i < k && !wake; i++)
+    wake = (a == CqArm::kSolicited && c[i].solicited) || c[i].status != WcStatus::kSuccess;
+  if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) signal();
+  return k;
+}
+
 void Cq::Impl::signal() {
   if (driven_waiters.load(std::memory_order_seq_cst) != 0) return;
   uint64_t one = 1;

@@ -44,6 +44,9 @@ struct Cq::Impl {
   /// waiter, and the caller takes the QP to ERROR (as rxe does), so the loss is never silent.
   /// False on overrun.
   bool push(const Completion& c);
+  /// The same for n completions in order, with one enqueue and one fence; returns how many the
+  /// ring took (a prefix), the rest are overruns (counted, and the waiter woken).
+  unsigned push_batch(const Completion* c, unsigned n);
 };
 
 bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr);

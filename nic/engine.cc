@@ -34,6 +34,37 @@ void Shard::process_frame(rte_mbuf* m) {
   rte_pktmbuf_free(m);
 }
 
+void Shard::post_completion(Cq::Impl* cq, const Completion& c) {
+  // The batches in use are a prefix of cq_batch (a flush empties them all), so the first
+  // empty one is past every batch that could hold this CQ: one CQ's completions stay in order.
+  CqBatch* b = nullptr;
+  for (CqBatch& x : cq_batch) {
+    if (x.cq == cq || x.n == 0) {
+      b = &x;
+      break;
+    }
+  }
+  if (!b || b->n == kCqBatch) {  // every batch taken, or this CQ's is full: publish them all
+    flush_completions();
+    b = &cq_batch[0];
+  }
+  b->cq = cq;
+  b->c[b->n++] = c;
+}
+
+void Shard::flush_completions() {
+  for (CqBatch& b : cq_batch) {
+    if (b.n == 0) continue;
+    const unsigned k = b.cq->push_batch(b.c, b.n);
+    for (unsigned i = k; i < b.n; i++) {
+      Qp::Impl* qp = dev->qp_by_number(b.c[i].qpn);
+      if (qp && qp->caps.type != QpType::kUd) qp->cq_overrun = true;
+    }
+    b.n = 0;
+    b.cq = nullptr;
+  }
+}
+
 void Shard::send_due_acks() {
   for (Qp::Impl* qp : acks_due) send_pending_ack(*this, *qp);
   acks_due.clear();
@@ -164,6 +195,7 @@ void Shard::apply(ControlCmd* cmd) {
       cmd->ok = true;
       break;
   }
+  flush_completions();  // a flush on the way to ERROR is seen when the command returns
   flush_tx();
   cmd->done.store(true, std::memory_order_release);
 }
@@ -215,6 +247,7 @@ unsigned Shard::poll_once() {
       if (qp->state.load(std::memory_order_relaxed) != QpState::kError) qp_to_error(*this, *qp);
     }
   }
+  flush_completions();
   flush_tx();
   if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
   return work;

@@ -31,6 +31,8 @@ constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserv
 constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
 constexpr uint32_t kSendBudget = 64;          ///< packets one QP may send per poll iteration
 constexpr uint8_t kAckUnlimited = 0x1F;       ///< AETH syndrome: ACK, credits not limited
+constexpr uint16_t kCqBatch = 32;             ///< completions staged per CQ before a publish
+constexpr unsigned kCqBatches = 4;            ///< CQs staged at once by one shard
 
 /// A control request from the application thread, applied by the owning shard.
 struct ControlCmd {
@@ -43,6 +45,14 @@ struct ControlCmd {
 };
 
 struct DeviceImpl;
+
+/// Completions for one CQ made during one poll iteration, published together at its end: one
+/// ring enqueue and one fence (Cq::Impl::push_batch) instead of one of each per completion.
+struct CqBatch {
+  Cq::Impl* cq = nullptr;
+  uint16_t n = 0;
+  Completion c[kCqBatch];
+};
 
 struct Shard {
   DeviceImpl* dev = nullptr;
@@ -69,6 +79,13 @@ struct Shard {
   uint64_t held_dropped = 0;               ///< requests dropped: a responder's or the shard's limit
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
+  CqBatch cq_batch[kCqBatches];
+
+  /// Stages a completion of one of our QPs for `cq`, behind the ones staged before it.
+  void post_completion(Cq::Impl* cq, const Completion& c);
+  /// Publishes what is staged. A completion its CQ could not take takes its RC QP to ERROR
+  /// (cq_overrun, as Cq::Impl::push's callers did); a UD QP goes on.
+  void flush_completions();
 
   /// One iteration: receive and process a burst, drain rings, send, run timers.
   unsigned poll_once();
@@ -161,6 +178,8 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now);
 bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& attr);
 void qp_to_error(Shard& s, Qp::Impl& qp);
 void qp_flush(Shard& s, Qp::Impl& qp);
+/// qp.cc: a completion to its CQ, through the owning shard's batch (Shard::post_completion).
+void publish(Qp::Impl& qp, Cq* cq, const Completion& c);
 /// Completions (qp.cc): a send-side WQE, in order; a receive.
 void complete_wqe(Qp::Impl& qp, const SendWqe& w);
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,

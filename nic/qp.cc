@@ -99,8 +99,15 @@ void steer_by_rss(Shard& s, Qp::Impl& qp) {
 
 }  // namespace
 
+void publish(Qp::Impl& qp, Cq* cq, const Completion& c) {
+  if (Shard* s = qp.shard.load(std::memory_order_relaxed))
+    s->post_completion(cq->impl(), c);
+  else if (!cq->impl()->push(c))  // not attached to a shard yet: nothing to batch with
+    qp.cq_overrun = true;
+}
+
 void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
-  qp.sends_completed.fetch_add(1, std::memory_order_release);
+  count_one(qp.sends_completed);
   if (w.status == WcStatus::kSuccess && !(w.wr.flags & kWrSignaled)) return;
   Completion c{};
   c.wr_id = w.wr.wr_id;
@@ -110,12 +117,12 @@ void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
   c.byte_len = (w.wr.opcode == WrOpcode::kCompareSwap || w.wr.opcode == WrOpcode::kFetchAdd)
                    ? 8 : w.length;
   if (w.wr.opcode == WrOpcode::kBindMw) c.imm_or_inv = w.wr.bind.mw_key;
-  if (!qp.send_cq->impl()->push(c)) qp.cq_overrun = true;
+  publish(qp, qp.send_cq, c);
 }
 
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
                    uint8_t flags, uint32_t imm_or_inv, bool solicited) {
-  if (op != WcOpcode::kRemoteInvalidate) qp.recvs_completed.fetch_add(1, std::memory_order_release);
+  if (op != WcOpcode::kRemoteInvalidate) count_one(qp.recvs_completed);
   Completion c{};
   c.wr_id = wr_id;
   c.status = st;
@@ -125,7 +132,7 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
   c.imm_or_inv = imm_or_inv;
   c.qpn = qp.qpn;
   c.solicited = solicited;
-  if (!qp.recv_cq->impl()->push(c)) qp.cq_overrun = true;
+  publish(qp, qp.recv_cq, c);
 }
 
 void advance_completions(Shard& s, Qp::Impl& qp) {

@@ -26,6 +26,12 @@ constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay 
 constexpr uint32_t kMaxHeldPerQp = 64;        ///< requests a responder holds behind READ replies
 constexpr uint32_t kMaxHeldPerShard = 512;    ///< ... all QPs of a shard together
 
+/// One more on a counter only the QP's lcore writes (readers on other threads load it): a
+/// plain store, no locked instruction.
+inline void count_one(std::atomic<uint64_t>& n) {
+  n.store(n.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+}
+
 /// 24-bit PSN arithmetic: a - b as a signed distance.
 inline int32_t psn_diff(uint32_t a, uint32_t b) { return int32_t((a - b) << 8) >> 8; }
 inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & 0xFFFFFF; }

@@ -139,10 +139,10 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   c.solicited = pkt.bth.se;
   c.src_ipv4 = pkt.ip4.src;
   c.src_qpn = pkt.deth.src_qp;
-  qp.recvs_completed.fetch_add(1, std::memory_order_release);
+  count_one(qp.recvs_completed);
   // A datagram is unreliable anyway: one lost on a full CQ is counted there (Cq::overrun), and
   // the QP (QP1, the CM's, among them) goes on: a flood must not take the CM down.
-  qp.recv_cq->impl()->push(c);
+  publish(qp, qp.recv_cq, c);
 }
 
 }  // namespace ndnic::nic

@@ -2,9 +2,9 @@
 // this thread:
 //
 // - responder: the engine's own RX entry point, Shard::process_frame (decode, dispatch to the
-//   QP, the responder's checks, placement or the receive's scatter, its completion, the ACK it
-//   builds), then responder_run (READ responses, deferred requests) and the TX flush, once per
-//   RX burst as the poll loop does. The frames are built beforehand as a PMD would deliver them
+//   QP, the responder's checks, placement or the receive's scatter, its completion), then the
+//   burst's coalesced ACKs, responder_run (READ responses, deferred requests), the completions'
+//   publication and the TX flush, once per RX burst as the poll loop does. The frames are built beforehand as a PMD would deliver them
 //   (mbufs from B's pool holding A's requests with consecutive PSNs), outside the timing.
 // - requester: requester_run (FETCH with its L_Key checks, segmentation, building each packet:
 //   mbuf, headers, payload gather, ICRC) and the TX flush, on work requests posted beforehand.
@@ -286,6 +286,7 @@ void BM_responder(benchmark::State& state, Shape shape) {
       for (const size_t end = std::min(frames.size(), i + kRxBurst); i < end; i++) s.process_frame(frames[i]);
       s.send_due_acks();
       while (responder_run(s, qp) != 0) s.flush_tx();
+      s.flush_completions();
       s.flush_tx();
     }
     const uint64_t t1 = rte_rdtsc();
@@ -445,6 +446,7 @@ void BM_completer(benchmark::State& state, Shape shape) {
     const uint64_t t0 = rte_rdtsc();
     for (size_t i = 0; i < frames.size();) {
       for (const size_t end = std::min(frames.size(), i + kRxBurst); i < end; i++) s.process_frame(frames[i]);
+      s.flush_completions();
       s.flush_tx();
     }
     const uint64_t t1 = rte_rdtsc();
