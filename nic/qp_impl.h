@@ -23,6 +23,7 @@ struct Shard;
 constexpr uint32_t kMaxUnackedPsns = 256;     ///< requester window, in packets
 constexpr uint32_t kAckReqEvery = 32;         ///< AckReq at least this often inside long messages
 constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay slots (per QP)
+static_assert((kMaxReadResources & (kMaxReadResources - 1)) == 0, "slots are indexed by a mask");
 constexpr uint32_t kMaxHeldPerQp = 64;        ///< requests a responder holds behind READ replies
 constexpr uint32_t kMaxHeldPerShard = 512;    ///< ... all QPs of a shard together
 
@@ -139,7 +140,10 @@ struct RespState {
   uint32_t ack_psn = 0;
   uint32_t ack_msn = 0;
   std::vector<ReadResource> res;
-  uint32_t res_next = 0;      ///< slot the next READ/atomic takes
+  uint32_t res_next = 0;      ///< READs/atomics accepted so far; the next takes slot res_next % size
+  /// The oldest accepted READ that may still be replying (<= res_next): READ_REPLY starts its
+  /// walk there instead of visiting every slot on every poll.
+  uint32_t res_head = 0;
   uint32_t reads_active = 0;  ///< READs whose responses are still being sent
   /// Requests that arrived while a READ reply was in progress: responses leave in PSN order,
   /// so they wait (with their mbufs) until it is done. Bounded (kMaxHeldPerQp, and the

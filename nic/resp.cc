@@ -72,8 +72,9 @@ bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len, PayloadCo
 
 ReadResource* new_resource(Qp::Impl& qp) {
   RespState& r = qp.resp;
-  ReadResource& res = r.res[r.res_next++ % r.res.size()];
+  ReadResource& res = r.res[r.res_next++ & (kMaxReadResources - 1)];
   if (res.active) r.reads_active--;  // the oldest slot is reused
+  if (r.res_next - r.res_head > kMaxReadResources) r.res_head = r.res_next - kMaxReadResources;
   res = ReadResource{};
   res.valid = true;
   return &res;
@@ -113,6 +114,10 @@ void duplicate(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
       res.psn = pkt.bth.psn;
       if (!res.active) r.reads_active++;
       res.active = true;
+      // READ_REPLY's walk must reach it again: its accept count is the newest one on its slot.
+      const uint32_t slot = uint32_t(&res - r.res.data());
+      const uint32_t accepted = r.res_next - 1 - ((r.res_next - 1 - slot) & (kMaxReadResources - 1));
+      if (r.res_next - accepted > r.res_next - r.res_head) r.res_head = accepted;
       return;
     }
   }
@@ -379,10 +384,10 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   const uint32_t mtu = qp.attr.path_mtu;
   if (r.reads_active > 0) send_pending_ack(s, qp);  // responses leave in PSN order
   // READ_REPLY: oldest accepted READ first, so responses leave in PSN order.
-  // Most polls have no READ to answer: the 64 replay slots are only walked when one is.
-  const size_t nres = r.res.size();
-  for (size_t k = 0; r.reads_active > 0 && k < nres && sent < kSendBudget; k++) {
-    ReadResource& res = r.res[(r.res_next + k) % nres];
+  // Most polls have no READ to answer: the slots are walked only when one is, from the oldest
+  // that may still be replying.
+  for (uint32_t i = r.res_head; r.reads_active > 0 && i != r.res_next && sent < kSendBudget; i++) {
+    ReadResource& res = r.res[i & (kMaxReadResources - 1)];
     if (!res.valid || !res.active) continue;
     while (sent < kSendBudget && s.tx_room()) {
       const uint32_t len = std::min(res.length - res.offset, mtu);
@@ -421,6 +426,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
       }
     }
   }
+  while (r.res_head != r.res_next && !r.res[r.res_head & (kMaxReadResources - 1)].active) r.res_head++;
   // Requests held behind the READs run now, in order, until one starts another READ.
   while (r.reads_active == 0 && !r.deferred.empty()) {
     auto [m, pkt] = r.deferred.front();
