@@ -80,6 +80,7 @@ struct Shard {
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
   CqBatch cq_batch[kCqBatches];
+  wire::IcrcPrefixCache rx_prefixes;       ///< the ICRC prefixes of the flows we receive
 
   /// Stages a completion of one of our QPs for `cq`, behind the ones staged before it.
   void post_completion(Cq::Impl* cq, const Completion& c);

@@ -10,6 +10,7 @@
 #include <rte_ether.h>
 
 #include "nic/nic.h"
+#include "wire/icrc_prefix.h"
 #include "wire/packet.h"
 
 struct rte_mbuf;
@@ -176,6 +177,7 @@ struct Qp::Impl {
   rte_ether_addr published_mac{};          ///< written by the ARP owner before mac_published
   std::atomic<bool> mac_published{false};
   uint16_t udp_sport = 0;
+  wire::IcrcPrefix icrc_prefix;    ///< the ICRC prefix of what this QP sends (tx.cc)
   uint64_t timeout_tsc = 0;        ///< local ACK timeout in TSC cycles
   ReqState req;
   CompState comp;

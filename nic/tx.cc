@@ -35,11 +35,12 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   }
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   uint8_t* o = d + wire::encode_headers(p, d);
-  // The ICRC as the frame is built: the masked prefix up to the BTH, the extension headers,
-  // then each payload piece CRC'd while it is copied in (one read of the application's bytes).
-  constexpr size_t kL3 = wire::kEthHdrLen;
-  constexpr size_t kAfterBth = kL3 + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen;
-  uint32_t crc = wire::crc32(wire::icrc_begin(d + kL3, false), d + kAfterBth, size_t(o - d) - kAfterBth);
+  // The ICRC as the frame is built: the masked prefix up to the BTH from the packet's fields
+  // (wire/icrc_prefix.h), the extension headers, then each payload piece CRC'd while it is
+  // copied in (one read of the application's bytes).
+  constexpr size_t kAfterBth = wire::kEthHdrLen + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen;
+  qp.icrc_prefix.set_flow(wire::icrc_flow_of(p));
+  uint32_t crc = wire::crc32(qp.icrc_prefix.crc_of(p), d + kAfterBth, size_t(o - d) - kAfterBth);
   if (g) {
     for (unsigned i = 0; i < g->n; i++) {
       crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);

@@ -2,6 +2,7 @@
 #include <cstring>
 
 #include "wire/icrc.h"
+#include "wire/icrc_prefix.h"
 #include "wire/packet.h"
 
 namespace ndnic::wire {
@@ -170,13 +171,15 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   out->icrc = uint32_t(icrc_at[0]) | uint32_t(icrc_at[1]) << 8 | uint32_t(icrc_at[2]) << 16 |
               uint32_t(icrc_at[3]) << 24;
   out->icrc_pending = false;
+  if (!opt.check_icrc && !opt.defer_payload_icrc) return Reject::kOk;
+  const uint32_t prefix = opt.prefixes && IcrcPrefix::applies_to(*out) ? opt.prefixes->crc_of(*out, load_be32(ib + 8))
+                                                                          : icrc_begin(l3, out->ipv6);
   if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
     out->icrc_pending = true;
-    out->icrc_partial = crc32(icrc_begin(l3, out->ipv6), ib + kBthLen, info.ext_len);
+    out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);
     return Reject::kOk;
   }
-  if ((opt.check_icrc || opt.defer_payload_icrc) && icrc_compute(l3, out->ipv6, ib_len - kIcrcLen) != out->icrc)
-    return Reject::kIcrcMismatch;
+  if (crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen) != out->icrc) return Reject::kIcrcMismatch;
   return Reject::kOk;
 }
 

@@ -9,6 +9,8 @@
 
 namespace ndnic::wire {
 
+class IcrcPrefixCache;
+
 /// Every field of one RoCEv2 frame, host order. Which extension-header members are meaningful
 /// follows from opcode_info(bth.opcode).ext.
 struct RocePacket {
@@ -77,6 +79,9 @@ struct DecodeOptions {
   /// only (icrc_pending, icrc_partial), the rest is the caller's (one read of the payload for
   /// the copy and the CRC). Implies check_icrc for every other packet.
   bool defer_payload_icrc = false;
+  /// Where the ICRC's masked prefix of an IPv4 frame without options comes from, when given
+  /// (wire/icrc_prefix.h): computed from the decoded fields against the flow's base.
+  IcrcPrefixCache* prefixes = nullptr;
 };
 
 /// Below this a payload's CRC is checked at decode: the fused copy saves little, and a deferred
@@ -93,6 +98,11 @@ bool icrc_check_pending(const RocePacket& p);
 /// into `frame` for the payload. Counts the outcome in `counters` when given.
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out,
                     const DecodeOptions& opt = {}, RejectCounters* counters = nullptr);
+
+/// The UDP length field of `p` as encode_headers() writes it (UDP header through the ICRC).
+size_t udp_length(const RocePacket& p);
+/// The BTH's second byte (SE, MigReq, pad count, TVer) as encode_headers() writes it.
+uint8_t bth_flags(const RocePacket& p);
 
 /// Length of the headers encode_headers() writes: Ethernet (+tag), IP, UDP, BTH, extension headers.
 size_t header_length(const RocePacket& p);
