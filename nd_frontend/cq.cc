@@ -83,8 +83,7 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
 }
 
 void NdCq::notified() {
-  uint64_t v;
-  [[maybe_unused]] ssize_t n = read(cq_->event_fd(), &v, sizeof v);
+  cq_->drain_event();
   std::vector<OVERLAPPED*> done;
   {
     std::lock_guard<std::mutex> g(mu_);

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <climits>
 
 namespace ndnic::nd {
@@ -11,6 +12,12 @@ namespace {
 
 // The HRESULT lives in the low half of Internal (little-endian): a 32-bit futex word.
 uint32_t* word(OVERLAPPED* ov) { return reinterpret_cast<uint32_t*>(const_cast<uint64_t*>(&ov->Internal)); }
+
+// Threads asleep in FUTEX_WAIT on some OVERLAPPED, process-wide: a completion wakes only when
+// one may be (a FUTEX_WAKE per result was most of a polled wait's syscalls). A sleeper counts
+// itself before it sleeps and the completer stores the result before it looks (both with a
+// full fence), so either the completer sees the sleeper or the kernel sees the result.
+std::atomic<uint32_t> g_sleepers{0};
 
 }  // namespace
 
@@ -22,7 +29,9 @@ void overlapped_start(OVERLAPPED* ov) {
 void overlapped_complete(OVERLAPPED* ov, HRESULT hr, SIZE_T bytes) {
   ov->InternalHigh = bytes;
   __atomic_store_n(&ov->Internal, uint64_t(uint32_t(hr)), __ATOMIC_RELEASE);
-  syscall(SYS_futex, word(ov), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (g_sleepers.load(std::memory_order_relaxed) != 0)
+    syscall(SYS_futex, word(ov), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
 HRESULT overlapped_result(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
@@ -33,7 +42,9 @@ HRESULT overlapped_result(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
       return HRESULT(v);
     }
     if (!wait) return ND_PENDING;
+    g_sleepers.fetch_add(1, std::memory_order_seq_cst);
     syscall(SYS_futex, word(ov), FUTEX_WAIT_PRIVATE, v, nullptr, nullptr, 0);
+    g_sleepers.fetch_sub(1, std::memory_order_relaxed);
   }
 }
 
