@@ -182,7 +182,7 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
                ULONGLONG offset, DWORD flags);
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
                uint8_t wr_flags = 0);
-  HRESULT fill_sgl(nic::SendWr& wr, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
+  HRESULT fill_sgl(nic::Sge* out, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
   HRESULT receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n);
   HRESULT atomic(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
                  DWORD flags);
