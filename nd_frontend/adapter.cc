@@ -86,7 +86,7 @@ void NdAdapter::notifier() {
     const int n = epoll_wait(epoll_fd_, evs, 16, -1);
     for (int i = 0; i < n; i++) {
       if (!evs[i].data.ptr) return;
-      static_cast<NdCq*>(evs[i].data.ptr)->notified();
+      static_cast<NdCq*>(evs[i].data.ptr)->notified(true);
     }
   }
 }

@@ -34,7 +34,7 @@ HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
   cq_->add_driven_waiter(1);
   const HRESULT hr = overlapped_result_driving(ov, bytes, [&] {
     const bool work = adapter_->progress();
-    if (!cq_->armed()) notified();
+    if (!cq_->armed()) notified(false);
     return work;
   });
   cq_->add_driven_waiter(-1);
@@ -82,8 +82,14 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
   return ND_PENDING;
 }
 
-void NdCq::notified() {
-  cq_->drain_event();
+void NdCq::notified(bool drain_fd) {
+  // The notifier thread was woken by the fd: it reads it. A driving waiter saw the signal
+  // itself; a write to the fd it raced with is the notifier thread's to read (the read, a
+  // syscall per Notify, always found nothing: a driving waiter's signals skip the fd).
+  if (drain_fd) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t n = read(cq_->event_fd(), &v, sizeof v);
+  }
   std::vector<OVERLAPPED*> done;
   {
     std::lock_guard<std::mutex> g(mu_);

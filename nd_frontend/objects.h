@@ -94,8 +94,9 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   SIZE_T GetResults(ND_RESULT* results[], SIZE_T n) override;
 
   nic::Cq* cq() const { return cq_; }
-  /// Called by the adapter's notifier when the event fd fires: completes pending Notify calls.
-  void notified();
+  /// Completes pending Notify calls: for the adapter's notifier when the event fd fires
+  /// (drain_fd: it reads the fd), or for a driving waiter that saw the CQ's signal itself.
+  void notified(bool drain_fd);
 
  protected:
   ~NdCq() override;

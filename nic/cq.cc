@@ -85,7 +85,6 @@ void Cq::Impl::signal() {
   if (driven_waiters.load(std::memory_order_seq_cst) != 0) return;
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
-  event_written.store(true, std::memory_order_release);
 }
 
 bool Cq::armed() const { return impl_->armed.load(std::memory_order_seq_cst) != CqArm::kNone; }
@@ -123,13 +122,6 @@ void Cq::arm_errors() {
 }
 
 int Cq::event_fd() const { return impl_->efd; }
-
-void Cq::drain_event() {
-  // A write not yet flagged is drained by the next call: its reader is woken again by it.
-  if (!impl_->event_written.exchange(false, std::memory_order_acq_rel)) return;
-  uint64_t v;
-  [[maybe_unused]] ssize_t n = read(impl_->efd, &v, sizeof v);
-}
 
 bool Cq::wait(int timeout_ms) {
   pollfd p{impl_->efd, POLLIN, 0};

@@ -36,8 +36,6 @@ struct Cq::Impl {
   /// Waiters that drive the engine and look at `armed` themselves: while there is one, a
   /// signal skips the eventfd (a syscall, and a wake-up of the notifier thread per result).
   std::atomic<uint32_t> driven_waiters{0};
-  /// signal() wrote the eventfd and nobody has drained it since (set after the write).
-  std::atomic<bool> event_written{false};
 
   void signal();
 

@@ -169,9 +169,6 @@ class Cq {
   void arm_errors();
   /// An eventfd to wait on (poll/epoll/read) after arm().
   int event_fd() const;
-  /// Drains the eventfd when a signal wrote it since the last drain: a waiter that learned of
-  /// the signal otherwise (a driving waiter, whose signals skip the fd) saves the read.
-  void drain_event();
   /// Still armed: no completion has signalled since arm() (a signal disarms it). A driving
   /// waiter's cheap look.
   bool armed() const;
