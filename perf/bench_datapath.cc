@@ -207,6 +207,22 @@ uint8_t request_opcode(Op op, bool first, bool last) {
   return first && last ? kRcSendOnly : first ? kRcSendFirst : last ? kRcSendLast : kRcSendMiddle;
 }
 
+/// Encodes `pkt` into an mbuf from `pool` at the end of `out`, as a PMD would deliver it. On
+/// failure every mbuf in `out` goes back and `out` is emptied.
+bool append_frame(rte_mempool* pool, const wire::RocePacket& pkt, std::vector<rte_mbuf*>* out) {
+  rte_mbuf* mb = rte_pktmbuf_alloc(pool);
+  const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
+  if (mb) out->push_back(mb);
+  if (len == 0) {
+    rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
+    out->clear();
+    return false;
+  }
+  mb->data_len = uint16_t(len);
+  mb->pkt_len = uint32_t(len);
+  return true;
+}
+
 /// The packets A's requester would send for `msgs` messages of `shape`, starting at `*psn`,
 /// as mbufs in B's pool; `*acks` counts the RX bursts (kRxBurst frames) with a packet that asks
 /// for an acknowledgement: the responder sends one ACK per such burst. On failure nothing is
@@ -239,16 +255,7 @@ bool build_requests(Pair& p, const Shape& shape, uint32_t msgs, uint32_t* psn, s
         pkt.payload_len = std::min(kMtu, shape.len - off);
         pkt.bth.pad = wire::pad_for(pkt.payload_len);
       }
-      rte_mbuf* mb = rte_pktmbuf_alloc(p.b.port.mempool());
-      const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
-      if (mb) out->push_back(mb);
-      if (len == 0) {
-        rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
-        out->clear();
-        return false;
-      }
-      mb->data_len = uint16_t(len);
-      mb->pkt_len = uint32_t(len);
+      if (!append_frame(p.b.port.mempool(), pkt, out)) return false;
       const size_t burst = (out->size() - 1) / kRxBurst;
       if (shape.op != Op::kRead && pkt.bth.ack_req && burst != acked_burst) {
         acked_burst = burst;
@@ -408,16 +415,7 @@ bool build_responses(Pair& p, const Shape& shape, uint32_t first, uint32_t msgs,
         pkt.bth.opcode = wire::kRcAck;
         pkt.bth.psn = w.last_psn;
       }
-      rte_mbuf* mb = rte_pktmbuf_alloc(p.a.port.mempool());
-      const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
-      if (mb) out->push_back(mb);
-      if (len == 0) {
-        rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
-        out->clear();
-        return false;
-      }
-      mb->data_len = uint16_t(len);
-      mb->pkt_len = uint32_t(len);
+      if (!append_frame(p.a.port.mempool(), pkt, out)) return false;
     }
   }
   return true;
