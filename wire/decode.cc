@@ -172,8 +172,11 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
               uint32_t(icrc_at[3]) << 24;
   out->icrc_pending = false;
   if (!opt.check_icrc && !opt.defer_payload_icrc) return Reject::kOk;
-  const uint32_t prefix = opt.prefixes && IcrcPrefix::applies_to(*out) ? opt.prefixes->crc_of(*out, load_be32(ib + 8))
-                                                                          : icrc_begin(l3, out->ipv6);
+  // From the fields as they are on the wire (the AckReq word's reserved bits included).
+  const uint32_t prefix = opt.prefixes && IcrcPrefix::applies_to(*out)
+                              ? opt.prefixes->crc(icrc_flow_of(*out), load_be16(l3 + 2), out->ip4.id,
+                                                  uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
+                              : icrc_begin(l3, out->ipv6);
   if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
     out->icrc_pending = true;
     out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);

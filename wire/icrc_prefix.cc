@@ -43,8 +43,7 @@ constexpr auto kContribution = build_contributions();
 
 }  // namespace
 
-void IcrcPrefix::set_flow(const IcrcFlow& flow) {
-  if (set_ && flow == flow_) return;
+void IcrcPrefix::new_flow(const IcrcFlow& flow) {
   // The prefix of a packet of this flow with every changing byte zero, masked as icrc_begin()
   // masks it (TOS, TTL, IP checksum, UDP checksum, BTH resv8).
   uint8_t p[kPrefixLen];
@@ -78,25 +77,10 @@ uint32_t IcrcPrefix::crc(uint16_t ip_total_len, uint16_t ip_id, uint16_t udp_len
          t[11][bth_psn_word & 0xff];
 }
 
-IcrcFlow icrc_flow_of(const RocePacket& p) {
-  return {p.ip4.src, p.ip4.dst, p.ip4.frag, p.udp.src_port, p.udp.dst_port, p.bth.pkey, p.bth.dest_qp};
-}
-
-uint32_t IcrcPrefixCache::crc_of(const RocePacket& p, uint32_t bth_psn_word) {
-  IcrcPrefix& e = slots_[p.bth.dest_qp & (kSlots - 1)];
-  e.set_flow(icrc_flow_of(p));
-  return e.crc_of(p, bth_psn_word);
-}
-
-bool IcrcPrefix::applies_to(const RocePacket& p) { return !p.ipv6 && p.ip4.options_len == 0; }
-
 uint32_t IcrcPrefix::crc_of(const RocePacket& p) const {
-  return crc_of(p, (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & kPsnMask));
-}
-
-uint32_t IcrcPrefix::crc_of(const RocePacket& p, uint32_t bth_psn_word) const {
   const uint16_t udp_len = uint16_t(udp_length(p));
-  return crc(uint16_t(kIpv4HdrLen + udp_len), p.ip4.id, udp_len, p.bth.opcode, bth_flags(p), bth_psn_word);
+  return crc(uint16_t(kIpv4HdrLen + udp_len), p.ip4.id, udp_len, p.bth.opcode, bth_flags(p),
+             (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & kPsnMask));
 }
 
 }  // namespace ndnic::wire

@@ -11,9 +11,9 @@
 
 #include <cstdint>
 
-namespace ndnic::wire {
+#include "wire/packet.h"
 
-struct RocePacket;
+namespace ndnic::wire {
 
 /// What stays the same in every packet of one flow (host order).
 struct IcrcFlow {
@@ -28,24 +28,28 @@ struct IcrcFlow {
 };
 
 /// The flow `p` belongs to; meaningful for IPv4 without options (applies_to()).
-IcrcFlow icrc_flow_of(const RocePacket& p);
+inline IcrcFlow icrc_flow_of(const RocePacket& p) {
+  return {p.ip4.src, p.ip4.dst, p.ip4.frag, p.udp.src_port, p.udp.dst_port, p.bth.pkey, p.bth.dest_qp};
+}
 
 class IcrcPrefix {
  public:
-  /// The base for `flow`; a no-op when it is the flow already set.
-  void set_flow(const IcrcFlow& flow);
+  /// The base for `flow`; a no-op when it is the flow already set (inline: every packet asks).
+  void set_flow(const IcrcFlow& flow) {
+    if (!set_ || !(flow == flow_)) new_flow(flow);
+  }
   /// crc32() state after the masked prefix of a packet of the flow set, as icrc_begin() would
   /// return for its frame. `bth_psn_word` is the BTH's last word (AckReq bit and PSN).
   uint32_t crc(uint16_t ip_total_len, uint16_t ip_id, uint16_t udp_len, uint8_t bth_opcode,
                uint8_t bth_flags, uint32_t bth_psn_word) const;
-  /// The same for `p` as encode_headers() writes it (the flow set must be icrc_flow_of(p)),
-  /// or with the BTH's last word given as received.
+  /// The same for `p` as encode_headers() writes it (the flow set must be icrc_flow_of(p)).
   uint32_t crc_of(const RocePacket& p) const;
-  uint32_t crc_of(const RocePacket& p, uint32_t bth_psn_word) const;
   /// Whether crc_of() can take `p`: IPv4 without options.
-  static bool applies_to(const RocePacket& p);
+  static bool applies_to(const RocePacket& p) { return !p.ipv6 && p.ip4.options_len == 0; }
 
  private:
+  void new_flow(const IcrcFlow& flow);
+
   IcrcFlow flow_;
   bool set_ = false;
   uint32_t base_ = 0;
@@ -55,10 +59,14 @@ class IcrcPrefix {
 /// shard's QPs): decode's ICRC check takes the prefix from here (DecodeOptions::prefixes).
 class IcrcPrefixCache {
  public:
-  /// icrc_begin() of the frame `p` was decoded from; IcrcPrefix::applies_to(p) must hold.
-  /// `bth_psn_word` as it was on the wire: its 7 reserved bits are covered by the ICRC but
-  /// not kept in `p`.
-  uint32_t crc_of(const RocePacket& p, uint32_t bth_psn_word);
+  /// icrc_begin() of an IPv4 frame without options of `flow`, from its changing fields as they
+  /// are on the wire (the AckReq word with its 7 reserved bits, which the ICRC covers).
+  uint32_t crc(const IcrcFlow& flow, uint16_t ip_total_len, uint16_t ip_id, uint16_t udp_len, uint8_t bth_opcode,
+               uint8_t bth_flags, uint32_t bth_psn_word) {
+    IcrcPrefix& e = slots_[flow.dest_qp & (kSlots - 1)];
+    e.set_flow(flow);
+    return e.crc(ip_total_len, ip_id, udp_len, bth_opcode, bth_flags, bth_psn_word);
+  }
 
  private:
   static constexpr uint32_t kSlots = 16;
