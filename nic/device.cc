@@ -17,6 +17,7 @@
 
 #include "nic/backoff.h"
 #include "nic/engine.h"
+#include "nic/wr_ring.h"
 #include "pmd_glue/pmd_glue.h"
 
 namespace ndnic::nic {
@@ -454,7 +455,7 @@ bool Qp::post_send(const SendWr& wr) { return post_send_burst(&wr, 1); }
 bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     if (!valid_send(*impl_, wrs[i])) return false;
-  return rte_ring_sp_enqueue_bulk_elem(impl_->send_ring, const_cast<SendWr*>(wrs), sizeof(SendWr), n, nullptr) == n;
+  return wr_enqueue(impl_->send_ring, wrs, n);
 }
 
 bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
@@ -462,7 +463,7 @@ bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
 bool Qp::post_recv(const RecvWr& wr) {
   if (wr.num_sge > impl_->caps.max_recv_sge) return false;
   if (impl_->state.load(std::memory_order_relaxed) == QpState::kReset) return false;
-  return rte_ring_sp_enqueue_elem(impl_->recv_ring, const_cast<RecvWr*>(&wr), sizeof(RecvWr)) == 0;
+  return wr_enqueue(impl_->recv_ring, &wr, 1);
 }
 
 Qp::Counters Qp::counters() const { return impl_->counters; }

@@ -11,6 +11,7 @@
 
 #include "nic/engine.h"
 #include "nic/sge_walk.h"
+#include "nic/wr_ring.h"
 #include "pmd_glue/pmd_glue.h"
 
 namespace ndnic::nic {
@@ -32,7 +33,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   while (r.tail - r.head <= r.mask) {
     SendWqe& w = r.sq[r.tail & r.mask];
-    if (rte_ring_sc_dequeue_elem(qp.send_ring, &w.wr, sizeof(SendWr)) != 0) return;
+    if (wr_dequeue<SendWr>(qp.send_ring, 1, [&](unsigned) { return &w.wr; }) == 0) return;
     w.state = WqeState::kPosted;
     w.status = WcStatus::kSuccess;
     w.sent = w.placed = 0;

@@ -15,6 +15,7 @@
 #include "nic/engine.h"
 #include "nic/payload_copy.h"
 #include "nic/sge_walk.h"
+#include "nic/wr_ring.h"
 
 namespace ndnic::nic {
 namespace {
@@ -47,7 +48,7 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
 bool take_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (r.have_recv) return true;
-  if (rte_ring_sc_dequeue_elem(qp.recv_ring, &r.recv, sizeof(RecvWr)) != 0) return false;
+  if (wr_dequeue<RecvWr>(qp.recv_ring, 1, [&](unsigned) { return &r.recv; }) == 0) return false;
   r.have_recv = true;
   r.recv_offset = 0;
   r.recv_capacity = 0;
