@@ -43,38 +43,24 @@ void cq_destroy(Cq::Impl* cq) {
   cq->efd = -1;
 }
 
-bool Cq::Impl::push(const Completion& c) {
-  rte_ring* r = ring.load(std::memory_order_acquire);
-  if (rte_ring_mp_enqueue_elem(r, const_cast<Completion*>(&c), sizeof(Completion)) != 0) {
-    overflows.fetch_add(1, std::memory_order_relaxed);
-    // Whoever waits hears of it, armed for any result or for errors only.
-    if (armed.exchange(CqArm::kNone, std::memory_order_acq_rel) != CqArm::kNone) {
-      signal();
-    }
-    return false;
-  }
-  // Pairs with the fence in arm(): either this load sees the arm, or the consumer's look at the
-  // ring after arming sees this completion; without both fences each side can miss the other
-  // (store-load reordering) and a Notify waits forever.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  CqArm a = armed.load(std::memory_order_acquire);
-  if (a == CqArm::kNone) return true;
-  const bool error = c.status != WcStatus::kSuccess;
-  const bool wake = a == CqArm::kAny || (a == CqArm::kSolicited && c.solicited) || error;
-  if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) {
-    signal();
-  }
-  return true;
-}
+bool Cq::Impl::push(const Completion& c) { return push_batch(&c, 1) == 1; }
 
 unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
   rte_ring* r = ring.load(std::memory_order_acquire);
   const unsigned k = rte_ring_mp_enqueue_burst_elem(r, c, sizeof(Completion), n, nullptr);
-  if (k < n) overflows.fetch_add(n - k, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_seq_cst);  // as in push(), against arm()
+  if (k < n) {
+    overflows.fetch_add(n - k, std::memory_order_relaxed);
+    // Whoever waits hears of it, armed for any result or for errors only.
+    if (armed.exchange(CqArm::kNone, std::memory_order_acq_rel) != CqArm::kNone) signal();
+    return k;
+  }
+  // Pairs with the fence in arm(): either this load sees the arm, or the consumer's look at the
+  // ring after arming sees these completions; without both fences each side can miss the other
+  // (store-load reordering) and a Notify waits forever.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   CqArm a = armed.load(std::memory_order_acquire);
   if (a == CqArm::kNone) return k;
-  bool wake = a == CqArm::kAny || k < n;  // an overrun wakes whoever waits, as in push()
+  bool wake = a == CqArm::kAny;
   for (unsigned i = 0; i < k && !wake; i++)
     wake = (a == CqArm::kSolicited && c[i].solicited) || c[i].status != WcStatus::kSuccess;
   if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) signal();

@@ -45,7 +45,8 @@ struct Cq::Impl {
   /// False on overrun.
   bool push(const Completion& c);
   /// The same for n completions in order, with one enqueue and one fence; returns how many the
-  /// ring took (a prefix), the rest are overruns (counted, and the waiter woken).
+  /// ring took (a prefix), the rest are overruns (counted, and the waiter woken). push() is
+  /// this with n = 1.
   unsigned push_batch(const Completion* c, unsigned n);
 };
 

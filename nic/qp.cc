@@ -100,10 +100,9 @@ void steer_by_rss(Shard& s, Qp::Impl& qp) {
 }  // namespace
 
 void publish(Qp::Impl& qp, Cq* cq, const Completion& c) {
-  if (Shard* s = qp.shard.load(std::memory_order_relaxed))
-    s->post_completion(cq->impl(), c);
-  else if (!cq->impl()->push(c))  // not attached to a shard yet: nothing to batch with
-    qp.cq_overrun = true;
+  // Completions are made only by the thread running the QP's shard (create_qp gives every QP
+  // one before it can be used), so its batch is ours to add to.
+  qp.shard.load(std::memory_order_relaxed)->post_completion(cq->impl(), c);
 }
 
 void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
