@@ -33,7 +33,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   while (r.tail - r.head <= r.mask) {
     SendWqe& w = r.sq[r.tail & r.mask];
-    if (wr_dequeue<SendWr>(qp.send_ring, 1, [&](unsigned) { return &w.wr; }) == 0) return;
+    if (!wr_dequeue(qp.send_ring, &w.wr)) return;
     w.state = WqeState::kPosted;
     w.status = WcStatus::kSuccess;
     w.sent = w.placed = 0;

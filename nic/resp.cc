@@ -48,7 +48,7 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
 bool take_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (r.have_recv) return true;
-  if (wr_dequeue<RecvWr>(qp.recv_ring, 1, [&](unsigned) { return &r.recv; }) == 0) return false;
+  if (!wr_dequeue(qp.recv_ring, &r.recv)) return false;
   r.have_recv = true;
   r.recv_offset = 0;
   r.recv_capacity = 0;

@@ -34,19 +34,16 @@ bool wr_enqueue(rte_ring* r, const Wr* wrs, unsigned n) {
   return true;
 }
 
-/// Takes up to n, copying each one's used part to to(i) (its SGEs past num_sge are left as
-/// they were); returns how many.
-template <class Wr, class To>
-unsigned wr_dequeue(rte_ring* r, unsigned n, To&& to) {
+/// Takes the oldest one into `out`, its used part only (SGEs past num_sge are left as they
+/// were); false when the ring is empty.
+template <class Wr>
+bool wr_dequeue(rte_ring* r, Wr* out) {
   rte_ring_zc_data zcd;
-  const unsigned k = rte_ring_dequeue_zc_burst_elem_start(r, sizeof(Wr), n, &zcd, nullptr);
-  if (k == 0) return 0;
-  for (unsigned i = 0; i < k; i++) {
-    const Wr* w = i < zcd.n1 ? static_cast<const Wr*>(zcd.ptr1) + i : static_cast<const Wr*>(zcd.ptr2) + (i - zcd.n1);
-    std::memcpy(static_cast<void*>(to(i)), w, used_bytes(*w));
-  }
-  rte_ring_dequeue_zc_elem_finish(r, k);
-  return k;
+  if (rte_ring_dequeue_zc_bulk_elem_start(r, sizeof(Wr), 1, &zcd, nullptr) != 1) return false;
+  const Wr* w = static_cast<const Wr*>(zcd.ptr1);
+  std::memcpy(static_cast<void*>(out), w, used_bytes(*w));
+  rte_ring_dequeue_zc_elem_finish(r, 1);
+  return true;
 }
 
 }  // namespace ndnic::nic
