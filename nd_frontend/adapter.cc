@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,11 +128,19 @@ HRESULT NdAdapter::Query(DWORD version, ND_ADAPTER_INFO* info, SIZE_T* size) {
 }
 
 HRESULT NdAdapter::CreateCompletionQueue(SIZE_T entries, INDCompletionQueue** out) {
+  return create_cq(entries, nic::QpCaps::kAnyShard, out);
+}
+
+HRESULT NdAdapter::CreateCompletionQueueOnWorker(SIZE_T entries, ULONG worker, INDCompletionQueue** out) {
+  return create_cq(entries, int(worker % std::max(1u, dev_->shards())), out);
+}
+
+HRESULT NdAdapter::create_cq(SIZE_T entries, int shard, INDCompletionQueue** out) {
   if (!out) return ND_INVALID_PARAMETER;
   if (entries == 0 || entries > kMaxCqEntries) return ND_INVALID_BUFFER_SIZE;
   nic::Cq* cq = dev_->create_cq(uint32_t(entries));
   if (!cq) return ND_INSUFFICIENT_RESOURCES;
-  *out = new NdCq(this, cq);
+  *out = new NdCq(this, cq, shard);
   return ND_SUCCESS;
 }
 

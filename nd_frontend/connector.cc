@@ -100,6 +100,7 @@ class NdConnector final : public Unknown<INDConnector> {
     caps.send_cq = cout->cq();
     caps.recv_cq = cin->cq();
     caps.pd = adapter_->pd();
+    caps.shard = cout->shard();
     caps.max_send_wr = uint32_t(n_out);
     caps.max_recv_wr = uint32_t(n_in);
     caps.max_send_sge = uint32_t(sge_out ? sge_out : 1);

@@ -12,7 +12,7 @@
 
 namespace ndnic::nd {
 
-NdCq::NdCq(NdAdapter* adapter, nic::Cq* cq) : adapter_(adapter), cq_(cq) {
+NdCq::NdCq(NdAdapter* adapter, nic::Cq* cq, int shard) : adapter_(adapter), cq_(cq), shard_(shard) {
   adapter_->AddRef();
   adapter_->watch(this);
 }

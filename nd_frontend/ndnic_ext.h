@@ -6,12 +6,18 @@
 //   INDEndpointExt* ext;
 //   ep->QueryInterface(IID_INDEndpointExt, reinterpret_cast<void**>(&ext));
 //   ext->FetchAndAdd(&r, &result_sge, &desc, 0, 1, 0);   // ... ext->Release();
+//
+// The adapter answers QueryInterface(IID_INDAdapterExt): completion queues tied to one of the
+// device's workers, as ND v2 ties a CQ to a processor affinity.
 #pragma once
 
 #include "nd_frontend/ndspi.h"
 
 /// {26701BEE-460B-4EB4-BC48-AB7E798A0B01}
 constexpr IID IID_INDEndpointExt = {0x26701BEE, 0x460B, 0x4EB4, {0xBC, 0x48, 0xAB, 0x7E, 0x79, 0x8A, 0x0B, 0x01}};
+
+/// {26701BEE-460B-4EB4-BC48-AB7E798A0B02}
+constexpr IID IID_INDAdapterExt = {0x26701BEE, 0x460B, 0x4EB4, {0xBC, 0x48, 0xAB, 0x7E, 0x79, 0x8A, 0x0B, 0x02}};
 
 /// Bind flag: the peer may run atomics (8-byte aligned) on the window; with ALLOW_READ/WRITE.
 constexpr DWORD NDNIC_OP_FLAG_ALLOW_ATOMIC = 0x00010000;
@@ -49,4 +55,15 @@ struct INDEndpointExt : INDEndpoint {
                               DWORD Flags) = 0;
   /// Receive whose result also reports immediate data and invalidations.
   virtual HRESULT ReceiveExt(NDNIC_RESULT* pResult, const ND_SGE* pSgl, SIZE_T nSge) = 0;
+};
+
+/// Scale-out without sharing: an application thread that creates its CQ on worker w and its
+/// endpoints over that CQ is served by that one worker lcore (share nothing across threads).
+struct INDAdapterExt : INDAdapter {
+  /// The device's workers (shards): one per worker lcore, one when the application's threads
+  /// drive the device.
+  virtual ULONG GetWorkerCount() = 0;
+  /// CreateCompletionQueue whose endpoints (those whose outbound CQ it is) run on worker
+  /// Worker % GetWorkerCount().
+  virtual HRESULT CreateCompletionQueueOnWorker(SIZE_T nEntries, ULONG Worker, INDCompletionQueue** ppCq) = 0;
 };

@@ -35,7 +35,7 @@ struct MrRecord {
   SIZE_T length;
 };
 
-class NdAdapter final : public Unknown<INDAdapter> {
+class NdAdapter final : public Unknown<INDAdapterExt> {
  public:
   NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm);
   HANDLE GetFileHandle() override { return nullptr; }
@@ -51,6 +51,8 @@ class NdAdapter final : public Unknown<INDAdapter> {
   HRESULT CreateMemoryWindow(ND_RESULT* invalidate_result, INDMemoryWindow** mw) override;
   HRESULT CreateConnector(INDConnector** connector) override;
   HRESULT Listen(SIZE_T backlog, INT protocol, USHORT port, USHORT* assigned, INDListen** listen) override;
+  ULONG GetWorkerCount() override { return dev_->shards(); }
+  HRESULT CreateCompletionQueueOnWorker(SIZE_T entries, ULONG worker, INDCompletionQueue** cq) override;
 
   nic::Device* dev() const { return dev_; }
   glue::Port* port() const { return port_; }
@@ -69,9 +71,12 @@ class NdAdapter final : public Unknown<INDAdapter> {
 
  protected:
   ~NdAdapter() override;
-  bool implements(REFIID riid) const override { return riid == IID_INDAdapter || riid == IID_INDOverlapped; }
+  bool implements(REFIID riid) const override {
+    return riid == IID_INDAdapter || riid == IID_INDAdapterExt || riid == IID_INDOverlapped;
+  }
 
  private:
+  HRESULT create_cq(SIZE_T entries, int shard, INDCompletionQueue** out);
   void notifier();
 
   nic::Device* dev_;
@@ -86,7 +91,8 @@ class NdAdapter final : public Unknown<INDAdapter> {
 
 class NdCq final : public Unknown<INDCompletionQueue> {
  public:
-  NdCq(NdAdapter* adapter, nic::Cq* cq);
+  /// `shard`: the worker its endpoints run on (nic::QpCaps::shard), or kAnyShard.
+  NdCq(NdAdapter* adapter, nic::Cq* cq, int shard = nic::QpCaps::kAnyShard);
   HRESULT CancelOverlappedRequests() override;
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
   HRESULT Resize(SIZE_T entries) override;
@@ -94,6 +100,7 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   SIZE_T GetResults(ND_RESULT* results[], SIZE_T n) override;
 
   nic::Cq* cq() const { return cq_; }
+  int shard() const { return shard_; }
   /// Completes pending Notify calls: for the adapter's notifier when the event fd fires
   /// (drain_fd: it reads the fd), or for a driving waiter that saw the CQ's signal itself.
   void notified(bool drain_fd);
@@ -107,6 +114,7 @@ class NdCq final : public Unknown<INDCompletionQueue> {
  private:
   NdAdapter* adapter_;
   nic::Cq* cq_;
+  const int shard_;
   std::mutex mu_;  // Notify / notifier / cancel: the control path, not the datapath
   std::vector<OVERLAPPED*> waiting_;
 };

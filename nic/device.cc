@@ -231,6 +231,8 @@ unsigned Device::progress() {
 
 bool Device::app_driven() const { return impl_ && !impl_->worker_lcores; }
 
+unsigned Device::shards() const { return impl_ ? unsigned(impl_->shards.size()) : 0; }
+
 uint32_t Device::alloc_pd() { return impl_->next_pd++; }
 
 bool Device::register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, MrKeys* keys) {
@@ -317,7 +319,8 @@ Qp* Device::create_qp(const QpCaps& caps) {
   qp->req.sq.resize(sq);
   qp->req.mask = sq - 1;
   qp->resp.res.resize(kMaxReadResources);
-  Shard* owner = d.shards[qpn % d.shards.size()].get();
+  const size_t n = d.shards.size();
+  Shard* owner = d.shards[caps.shard >= 0 ? size_t(caps.shard) % n : qpn % n].get();
   // A UD QP resolves each destination's MAC as its datagrams need it: on the shard that owns
   // the port's neighbour table, that is one lookup, shared by every QP sending there.
   if (caps.type == QpType::kUd) owner = owner->arp_owner;

@@ -79,6 +79,10 @@ struct QpCaps {
   uint32_t max_recv_sge = kMaxSge;
   uint32_t max_inline = kMaxInline;
   uint32_t pd = 0;                   ///< protection domain (Device::alloc_pd)
+  /// The shard (worker lcore) that serves the QP, modulo shards(); kAnyShard: by QPN. An
+  /// application thread that keeps its QPs on one shard talks to one worker only.
+  int shard = kAnyShard;
+  static constexpr int kAnyShard = -1;
 };
 
 class Device {
@@ -103,6 +107,8 @@ class Device {
   /// True when no worker lcore runs the engine: the application's threads drive it through
   /// progress() (the ND frontend does in GetResults, in its waits and after each post).
   bool app_driven() const;
+  /// Shards the engine runs (one per worker lcore; QpCaps::shard picks among them).
+  unsigned shards() const;
 
   uint32_t alloc_pd();
 

@@ -136,6 +136,38 @@ TEST_F(Nd, ReturnCodes) {
   EXPECT_EQ(b.ep->Receive(&rr[kEntries], nullptr, 0), ND_NO_MORE_ENTRIES);
 }
 
+TEST_F(Nd, AdapterExtensionMakesCqsOnAWorker) {
+  INDAdapterExt* ext = nullptr;
+  ASSERT_EQ(a.adapter->QueryInterface(IID_INDAdapterExt, reinterpret_cast<void**>(&ext)), ND_SUCCESS);
+  EXPECT_EQ(ext->GetWorkerCount(), a.dev.shards());
+  EXPECT_GE(ext->GetWorkerCount(), 1u);
+  INDCompletionQueue* cq = nullptr;
+  EXPECT_EQ(ext->CreateCompletionQueueOnWorker(16, 0, nullptr), ND_INVALID_PARAMETER);
+  EXPECT_EQ(ext->CreateCompletionQueueOnWorker(0, 0, &cq), ND_INVALID_BUFFER_SIZE);
+  ND_ADAPTER_INFO info{};
+  SIZE_T size = sizeof info;
+  ASSERT_EQ(a.adapter->Query(1, &info, &size), ND_SUCCESS);
+  EXPECT_EQ(ext->CreateCompletionQueueOnWorker(info.MaxCqEntries + 1, 0, &cq), ND_INVALID_BUFFER_SIZE);
+  // Any worker number is taken modulo the count; the endpoint over that CQ works as any other.
+  ASSERT_EQ(ext->CreateCompletionQueueOnWorker(64, 7, &cq), ND_SUCCESS);
+  ext->Release();
+  a.ep->Release();
+  a.cq->Release();
+  a.cq = cq;
+  ASSERT_EQ(a.conn->CreateEndpoint(a.cq, a.cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &a.ep), ND_SUCCESS);
+  connect();
+  for (int i = 0; i < 512; i++) a.buf[i] = uint8_t(i * 5 + 1);
+  ND_RESULT rr{}, rs{};
+  ND_SGE in = sge(b, 4096, 512), out = sge(a, 0, 512);
+  ASSERT_EQ(b.ep->Receive(&rr, &in, 1), ND_SUCCESS);
+  ASSERT_EQ(a.ep->Send(&rs, &out, 1, 0), ND_SUCCESS);
+  ASSERT_EQ(results(a.cq, 1).size(), 1u);
+  ASSERT_EQ(results(b.cq, 1).size(), 1u);
+  EXPECT_EQ(rs.Status, ND_SUCCESS);
+  EXPECT_EQ(rr.BytesTransferred, 512u);
+  EXPECT_EQ(0, memcmp(b.buf.data() + 4096, a.buf.data(), 512));
+}
+
 TEST_F(Nd, SendReceiveReadWriteAndBytesTransferred) {
   connect();
   for (int i = 0; i < 4096; i++) a.buf[i] = uint8_t(i * 3);
