@@ -209,7 +209,7 @@ def cli(tool):
         fail("--help started EAL", p.stdout)
     bad = [
         ["-T", "bogus_bw"], ["--set", "everything"], ["-s", "0"], ["-s", "9M"], ["-s", "12x"], ["-s", "4K", "-a"],
-        ["-n", "0"], ["-n", "10", "-D", "5"], ["-D", "0"], ["-q", "0"], ["-q", "65"], ["-t", "0"], ["-t", "2000"],
+        ["-n", "0"], ["-n", "10", "-D", "5"], ["-D", "0"], ["-q", "0"], ["-q", "65"], ["--threads", "0"], ["--threads", "65"], ["-t", "0"], ["-t", "2000"],
         ["-m", "1000"], ["-m", "9000"], ["--json", "-", "--csv", "-"], ["--plot", "-"], ["--bogus"], ["extra"],
         ["--server", "--client", "198.18.0.1"], ["--server"], ["--client", "198.18.0.1"], ["--dev", "net_null0"],
         ["--client", "300.1.1.1", "--dev", "x", "--ip", "1.2.3.4"], ["--client", "198.18.0.1", "--dev", "x",
@@ -236,19 +236,33 @@ def cli(tool):
     print(f"ndperf: --help, {len(bad)} usage errors, --plot without gnuplot, an unwritable --json: as expected")
 
 
-def run_checked(tool, args):
+SPLIT = {"send_bw", "write_bw", "read_bw"}
+
+
+def check_split(args, report, console):
+    """--threads N > 1: the tests that split over threads say so in their banner."""
+    threads, qps = int(option(args, None, "--threads") or 1), int(option(args, "-q", "--qps") or 1)
+    groups = min(threads, qps)
+    split = [t["test"] for t in report["tests"] if t["test"] in SPLIT and groups > 1]
+    notes = console.count(f"{groups} application threads per node")
+    if notes != len(split):
+        fail(f"{len(split)} tests split over {groups} threads ({split}), {notes} banners say so", console)
+
+
+def run_checked(tool, args, eal=()):
     """Runs ndperf with every result file and checks them all; returns the report."""
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="ndperf-run.") as d:
         js, csv, png = os.path.join(d, "r.json"), os.path.join(d, "r.csv"), os.path.join(d, "r.png")
         plot = shutil.which("gnuplot") is not None
-        cmd = [tool, "--"] + args + ["--json", js, "--csv", csv] + (["--plot", png] if plot else [])
+        cmd = [tool] + list(eal) + ["--"] + args + ["--json", js, "--csv", csv] + (["--plot", png] if plot else [])
         p = run(cmd)
         if p.returncode != 0:
             fail(f"{' '.join(cmd)}: exit {p.returncode}", p.stdout)
         report = json.loads(pathlib.Path(js).read_text())
         rows = check_report(args, report, p.stdout)
         check_console(report, p.stdout)
+        check_split(args, report, p.stdout)
         check_csv(report, csv, p.stdout)
         if plot:
             data = pathlib.Path(png).read_bytes()
@@ -413,7 +427,10 @@ def main():
         print(__doc__)
         sys.exit(2)
     mode, tool, args = sys.argv[1], sys.argv[2], sys.argv[3:]
-    {"cli": lambda: cli(tool), "run": lambda: run_checked(tool, args), "stdout": lambda: stdout_json(tool, args),
+    # run: EAL's arguments, if any, before a "--"
+    eal = args[:args.index("--")] if "--" in args else []
+    args = args[args.index("--") + 1:] if "--" in args else args
+    {"cli": lambda: cli(tool), "run": lambda: run_checked(tool, args, eal), "stdout": lambda: stdout_json(tool, args),
      "sigint": lambda: sigint(tool), "vhost": lambda: vhost(tool, args), "stats": lambda: stats(tool)}[mode]()
 
 

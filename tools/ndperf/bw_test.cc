@@ -78,16 +78,21 @@ class BwClient {
       if (send && qps_[i].credits < 2) return s_.fail("the server keeps too few receives posted");
     }
     // Every message is a prefix of one pattern: one fill serves the whole sweep.
-    fill_pattern(s_.buf() + s_.layout().send(), p_.last_size, pattern_seed(p_.test, Direction::kToServer));
-    print_test_banner(s_, p_, env_, every_);
+    fill_pattern(s_.buf() + s_.send_area(), p_.last_size, pattern_seed(p_.test, Direction::kToServer));
+    // A split test's first group speaks for all of them (groups.h).
+    const bool lead = p_.group == 0;
+    if (lead) print_test_banner(s_, p_, env_, every_);
     for (uint32_t size : sizes(p_)) {
       Row row;
-      if (!measure(size, &row) || !sync(size) || !verify(size)) return false;
-      print_row(p_.test, row);
-      env_.result->rows.push_back(row);
-      if (sigint_requested()) break;
+      bool stop = false;
+      if (!measure(size, &row, &stop) || !sync(size) || !verify(size)) return false;
+      if (lead) {
+        print_row(p_.test, row);
+        env_.result->rows.push_back(row);
+      }
+      if (stop) break;
     }
-    print_end();
+    if (lead) print_end();
     return s_.disconnect();
   }
 
@@ -103,9 +108,11 @@ class BwClient {
     bool answered = false, bad = false;
   };
 
-  bool measure(uint32_t size, Row* row) {
+  /// One size's figures (every group's, in a split test); `stop`: end after this size.
+  bool measure(uint32_t size, Row* row, bool* stop) {
     const uint64_t iters = iterations(o_, p_.test, size);
-    if (p_.test == Test::kReadBw) std::memset(s_.buf() + s_.layout().recv(), 0, size);
+    if (env_.groups && !env_.groups->start()) return false;
+    if (p_.test == Test::kReadBw) std::memset(s_.buf() + s_.recv_area(), 0, size);
     for (Qp& q : qps_) q.posted = q.completed = 0;
     BwMeter meter;
     Progress progress(p_.test, size, o_.duration_s);
@@ -139,7 +146,7 @@ class BwClient {
       }
       meter.sample(done);
       const uint64_t now = now_tsc();
-      if (progress.due(now)) {
+      if (p_.group == 0 && progress.due(now)) {
         char fig[64];
         std::snprintf(fig, sizeof fig, "%.2f Gb/s", double(done) * size * 8 / 1e9 / meter.seconds());
         progress.print(now, done, fig);
@@ -147,7 +154,8 @@ class BwClient {
     }
     *row = meter.finish(size, done, 2ull * depth_ * nqp_);
     for (Qp& q : qps_) q.total += q.completed;
-    return true;
+    *stop = sigint_requested();
+    return !env_.groups || env_.groups->finish(p_.group, *row, meter.started(), meter.ended(), stop, row);
   }
 
   /// Fills the QP's pipeline: up to the depth, the iterations and (send_bw) the credits, less
@@ -179,23 +187,22 @@ class BwClient {
   bool issue(uint32_t i, uint32_t size, Op* op, DWORD flags) {
     INDEndpoint* ep = s_.ep(i);
     const ND_MW_DESCRIPTOR* w = &qps_[i].setup.window;
-    const Layout& l = s_.layout();
     switch (p_.test) {
       case Test::kSendBw: {
-        const ND_SGE sge = s_.sge(l.send(), size);
+        const ND_SGE sge = s_.sge(s_.send_area(), size);
         return s_.posted(ep->Send(op, &sge, 1, flags), "Send");
       }
       case Test::kWriteBw: {
-        const ND_SGE sge = s_.sge(l.send(), size);
+        const ND_SGE sge = s_.sge(s_.send_area(), size);
         return s_.posted(ep->Write(op, &sge, 1, w, 0, flags), "Write");
       }
       case Test::kReadBw: {
-        const ND_SGE sge = s_.sge(l.recv(), size);
+        const ND_SGE sge = s_.sge(s_.recv_area(), size);
         return s_.posted(ep->Read(op, &sge, 1, w, 0, flags), "Read");
       }
       default: {
         // Each QP adds to its own counter; the originals land in a ring of 8-byte slots.
-        const ND_SGE sge = s_.sge(l.recv() + (size_t(i) * depth_ + op->seq % depth_) * sizeof(uint64_t), 8);
+        const ND_SGE sge = s_.sge(s_.recv_area() + (size_t(i) * depth_ + op->seq % depth_) * sizeof(uint64_t), 8);
         INDEndpointExt* x = s_.ext(i);
         return x && s_.posted(x->FetchAndAdd(op, &sge, w, i * sizeof(uint64_t), 1, flags), "FetchAndAdd");
       }
@@ -258,14 +265,14 @@ class BwClient {
   bool verify(uint32_t size) {
     if (p_.test == Test::kReadBw) {
       const uint8_t seed = pattern_seed(p_.test, Direction::kToClient);
-      const int64_t bad = check_pattern(s_.buf() + s_.layout().recv(), size, seed);
+      const int64_t bad = check_pattern(s_.buf() + s_.recv_area(), size, seed);
       if (bad >= 0)
         return s_.fail("read_bw " + size_text(size) + ": the data read differs at byte " + std::to_string(bad));
     }
     if (p_.test != Test::kAtomicBw) return true;
     for (uint32_t i = 0; i < nqp_; i++) {
       Qp& q = qps_[i];
-      const size_t off = s_.layout().control_out(i, kCheckSlot);
+      const size_t off = s_.control_out(i, kCheckSlot);
       uint64_t* value = reinterpret_cast<uint64_t*>(s_.buf() + off);
       *value = ~uint64_t(0);
       const ND_SGE sge = s_.sge(off, sizeof(uint64_t));
@@ -316,7 +323,7 @@ class BwServer {
       return post_ctrl_recvs(s_, qps_[qp].ctrl);
     };
     if (!accept_all(s_, p_, {receives_, kCtrlSends}, post)) return false;
-    uint8_t* area = s_.buf() + s_.layout().recv();
+    uint8_t* area = s_.buf() + s_.recv_area();
     if (p_.test == Test::kReadBw)
       fill_pattern(area, p_.last_size, pattern_seed(p_.test, Direction::kToClient));
     else
@@ -326,7 +333,7 @@ class BwServer {
       setup.receives = send_ ? receives_ : 0;
       if (!send_) {
         INDMemoryWindow* mw = s_.create_window(&qps_[i].invalidated);
-        if (!mw || !bind_wait(s_, i, mw, s_.layout().recv(), window_len(p_), window_rights(p_.test), &setup.window))
+        if (!mw || !bind_wait(s_, i, mw, s_.recv_area(), window_len(p_), window_rights(p_.test), &setup.window))
           return false;
       }
       uint8_t msg[kSetupLen];
@@ -388,7 +395,7 @@ class BwServer {
   bool answer(uint32_t size) {
     bool good = true;
     if (send_ || p_.test == Test::kWriteBw) {
-      uint8_t* area = s_.buf() + s_.layout().recv();
+      uint8_t* area = s_.buf() + s_.recv_area();
       const int64_t bad = check_pattern(area, size, pattern_seed(p_.test, Direction::kToServer));
       if (bad >= 0) {
         s_.fail(std::string(name(p_.test)) + " " + size_text(size) + ": the data differs at byte " +

@@ -1,6 +1,9 @@
+#include <algorithm>
 #include <cstdio>
 
+#include "tools/ndperf/groups.h"
 #include "tools/ndperf/halves.h"
+#include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
 #include "tools/ndperf/memcpy_test.h"
 #include "tools/ndperf/raw_test.h"
@@ -14,7 +17,29 @@ namespace {
 /// embedded one may still be starting: a connection is retried at least this long.
 constexpr auto kBetweenTests = std::chrono::seconds(5);
 
+/// A bandwidth test split over groups: group g's QPs connect to the server's port + g, from a
+/// thread, a session and a CQ (on worker g) of their own.
+bool split_test(Node& node, const Options& o, Halt& halt, const Plan& whole, ClientEnv& env) {
+  GroupSync sync(whole.groups);
+  std::vector<TestResult> unused(whole.groups, TestResult{whole.test, {}});
+  return run_groups(whole.groups, [&](uint32_t g) {
+    GroupThread thread(false, g);
+    const Plan p = group_plan(whole, g);
+    ClientEnv e = env;
+    e.port = uint16_t(env.port + g);
+    e.retry = std::max<std::chrono::steady_clock::duration>(env.retry, kBetweenTests);
+    e.groups = &sync;
+    e.whole_qps = whole.qps;
+    if (g != 0) e.result = &unused[g];
+    Session s(o, node, "client", halt, false);
+    const bool ok = s.open() && s.set_group(p) && bw_client(s, p, e);
+    if (!ok) sync.fail();
+    return ok;
+  });
+}
+
 bool rdma_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEnv& env) {
+  if (p.groups > 1) return split_test(node, o, halt, p, env);
   Session s(o, node, "client", halt, false);
   if (!s.open()) return false;
   switch (info(p.test).kind) {
@@ -88,7 +113,7 @@ bool run_client(Node& node, const Options& o, uint32_t server_ipv4, Halt& halt, 
     if (t == Test::kMemcpy) {
       ok = memcpy_run(node, o, result);
     } else {
-      const Plan p = make_plan(t, o, index++, served);
+      const Plan p = make_plan(t, o, index++, served, o.threads);
       ok = info(t).rdma ? rdma_test(node, o, halt, p, env) : raw_test(node, o, halt, p, env);
     }
     if (!ok && !(sigint_requested() && !halt.aborted())) return false;

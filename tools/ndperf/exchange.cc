@@ -19,7 +19,7 @@ void Control::init(uint32_t qp, uint32_t n, bool extended) {
 }
 
 bool post_ctrl_recv(Session& s, Op* op) {
-  const size_t off = s.layout().control_in(op->qp, op->slot);
+  const size_t off = s.control_in(op->qp, op->slot);
   op->addr = s.buf() + off;
   const ND_SGE sge = s.sge(off, Layout::kSlot);
   if (op->extended) {
@@ -39,13 +39,13 @@ size_t data_recv_len(const Plan& p) { return std::max<size_t>(p.last_size, Layou
 
 bool post_data_recv(Session& s, Op* op, size_t len) {
   op->kind = OpKind::kDataRecv;
-  op->addr = s.buf() + s.layout().recv();
-  const ND_SGE sge = s.sge(s.layout().recv(), len);
+  op->addr = s.buf() + s.recv_area();
+  const ND_SGE sge = s.sge(s.recv_area(), len);
   return s.posted(s.ep(op->qp)->Receive(op, &sge, 1), "Receive");
 }
 
 bool send_ctrl(Session& s, Control& c, uint32_t slot, const void* data, size_t len) {
-  const size_t off = s.layout().control_out(c.send.qp, slot);
+  const size_t off = s.control_out(c.send.qp, slot);
   std::memcpy(s.buf() + off, data, len);
   const ND_SGE sge = s.sge(off, len);
   return s.posted(s.ep(c.send.qp)->Send(&c.send, &sge, 1, ND_OP_FLAG_SILENT_SUCCESS), "Send (control)");

@@ -15,6 +15,7 @@
 #include <functional>
 #include <vector>
 
+#include "tools/ndperf/groups.h"
 #include "tools/ndperf/results.h"
 #include "tools/ndperf/session.h"
 
@@ -34,6 +35,8 @@ struct ClientEnv {
   std::chrono::steady_clock::duration retry{};
   TestResult* result = nullptr;
   std::string link;  ///< for the banner
+  GroupSync* groups = nullptr;  ///< a split test (Plan::groups): where the groups meet
+  uint32_t whole_qps = 0;       ///< a split test: every group's QPs (for the banner)
 };
 
 /// A QP's control receives (slots 0..n-1 of its control area) and its one result for control

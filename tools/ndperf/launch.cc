@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -21,6 +22,7 @@ struct Placement {
   cpu_set_t client;                       ///< the main lcore's thread
   cpu_set_t server;                       ///< the embedded server's thread
   unsigned server_lcore = RTE_MAX_LCORE;  ///< a worker lcore whose processors it took, if any
+  size_t apps = 1;                        ///< application threads (per group): app_threads()
   bool done = false;
 };
 Placement g_place;
@@ -97,6 +99,7 @@ void place_threads(Options* o) {
       g_place.server = lcore_cpus(g_place.server_lcore);
     }
   }
+  g_place.apps = app_threads(*o);
   g_place.done = true;
   const bool apps_apart = disjoint(g_place.client, g_place.server) || o->role != Role::kEmbedded;
   const std::vector<unsigned> devs = device_lcores();
@@ -129,6 +132,30 @@ void pin_client_thread() {
 
 void pin_server_thread() {
   if (g_place.done) pin(g_place.server);
+}
+
+void resolve_threads(Options* o) {
+  if (o->threads) return;
+  // As open_nodes deals them out: the embedded nodes take half the workers each.
+  const size_t workers = device_lcores().size() / (o->role == Role::kEmbedded ? 2 : 1);
+  const cpu_set_t main_cpus = lcore_cpus(rte_get_main_lcore());
+  const size_t cpus = size_t(CPU_COUNT(&main_cpus));
+  const size_t room = std::max<size_t>(1, cpus / app_threads(*o));
+  o->threads = o->drive == Drive::kThread ? 1 : uint32_t(std::clamp<size_t>(std::min(workers, room), 1, o->qps));
+}
+
+GroupThread::GroupThread(bool server, uint32_t group) {
+  if (group == 0) return;
+  // The embedded client's groups on even processors of the main lcore, the server's on odd.
+  const cpu_set_t main_cpus = lcore_cpus(rte_get_main_lcore());
+  const int n = CPU_COUNT(&main_cpus);
+  const size_t per = g_place.apps;
+  pin(one_cpu(main_cpus, int((group * per + (server && per == 2 ? 1 : 0)) % size_t(n))));
+  registered_ = rte_thread_register() == 0;
+}
+
+GroupThread::~GroupThread() {
+  if (registered_) rte_thread_unregister();
 }
 
 }  // namespace ndnic::ndperf

@@ -32,4 +32,23 @@ size_t workers_needed(const Options& o);
 void pin_client_thread();
 void pin_server_thread();
 
+/// --threads when not given (after place_threads): one application thread per worker lcore
+/// of a node, at most one per QP, at most as many as the main lcore's processors hold (two per
+/// group in the embedded mode); one when the application threads run the devices.
+void resolve_threads(Options* o);
+
+/// The thread of group g > 0 of a split test (groups.h): pinned to a processor of the main
+/// lcore of its own where there is one (group 0 is the client's or the server's own thread),
+/// and an EAL thread for as long as it lives (mempool caches, as a worker lcore has).
+class GroupThread {
+ public:
+  GroupThread(bool server, uint32_t group);
+  ~GroupThread();
+  GroupThread(const GroupThread&) = delete;
+  GroupThread& operator=(const GroupThread&) = delete;
+
+ private:
+  bool registered_ = false;
+};
+
 }  // namespace ndnic::ndperf

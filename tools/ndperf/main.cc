@@ -73,6 +73,7 @@ int run(int argc, char** argv) {
     return 1;
   }
   place_threads(&o);
+  resolve_threads(&o);
   RunReport report;
   report.mode = o.role;
   report.drive = o.drive;

@@ -39,6 +39,10 @@ constexpr const char* kUsage =
     "                           bandwidth, 1000 for latency, fewer for large messages\n"
     "  -D, --duration=S         run each size for S seconds instead\n"
     "  -q, --qps=N              QPs for bandwidth tests, 1-64 (default 1)\n"
+    "      --threads=N          application threads per node for send_bw, write_bw and read_bw:\n"
+    "                           the QPs are dealt out to them, each thread with its own CQ on\n"
+    "                           a worker lcore of its own (default: one per worker lcore of a\n"
+    "                           node, at most -q, at most the main lcore's processors allow)\n"
     "  -t, --tx-depth=N         requests in flight per QP, 1-1024 (default 128)\n"
     "  -m, --mtu=BYTES          RoCE path MTU: 256, 512, 1024, 2048 or 4096 (default 1024)\n"
     "Waiting for completions:\n"
@@ -71,7 +75,7 @@ constexpr const char* kUsage =
     "Latency is half the round trip for the ping-pong tests (send_lat, write_lat, raw_lat) and\n"
     "the whole operation for read_lat, as in perftest.\n";
 
-enum LongOnly { kSet = 256, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
+enum LongOnly { kSet = 256, kThreads, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
 
 using nd_node::parse_ipv4;
 using nd_node::parse_uint;
@@ -123,6 +127,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
       {"size", required_argument, nullptr, 's'},    {"all", no_argument, nullptr, 'a'},
       {"iters", required_argument, nullptr, 'n'},   {"duration", required_argument, nullptr, 'D'},
       {"qps", required_argument, nullptr, 'q'},     {"tx-depth", required_argument, nullptr, 't'},
+      {"threads", required_argument, nullptr, kThreads},
       {"mtu", required_argument, nullptr, 'm'},     {"events", no_argument, nullptr, 'e'},
       {"poll", no_argument, nullptr, kPoll},        {"json", required_argument, nullptr, kJson},
       {"progress", required_argument, nullptr, kProgress},
@@ -195,6 +200,10 @@ Parsed parse_options(const std::vector<std::string>& args) {
       case 'q':
         ok = parse_uint(optarg, kMaxQps, &v) && v > 0;
         o.qps = uint32_t(v);
+        break;
+      case kThreads:
+        ok = parse_uint(optarg, kMaxQps, &v) && v > 0;
+        o.threads = uint32_t(v);
         break;
       case 't':
         ok = parse_uint(optarg, kMaxTxDepth, &v) && v > 0;

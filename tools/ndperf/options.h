@@ -40,6 +40,9 @@ struct Options {
   uint32_t iters = 0;                ///< -n per size (and per QP); 0: scaled defaults
   uint32_t duration_s = 0;           ///< -D: each size runs this long instead
   uint32_t qps = 1;
+  /// --threads: application threads per node for send_bw, write_bw and read_bw over several
+  /// QPs; 0 until launch resolves it (see resolve_threads).
+  uint32_t threads = 0;
   uint32_t tx_depth = kDefaultTxDepth;
   uint32_t mtu = kDefaultMtu;
   bool events = false;               ///< -e: wait for completions with Notify

@@ -10,8 +10,8 @@ namespace {
 
 constexpr uint32_t kPlanMagic = 0x4E445046;   // "NDPF"
 constexpr uint32_t kSetupMagic = 0x4E445053;  // "NDPS"
-constexpr uint8_t kVersion = 1;
-constexpr size_t kPlanLen = 24;
+constexpr uint8_t kVersion = 2;
+constexpr size_t kPlanLen = 28;
 
 // perftest's defaults (5000 bandwidth iterations, 1000 latency ones), and per-size volumes
 // that keep a large message to a fraction of a second on a software NIC on shared cores.
@@ -86,7 +86,7 @@ uint64_t default_iters(Test test, uint32_t size) {
   return kLatIters;
 }
 
-Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count) {
+Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count, uint32_t groups) {
   Plan p;
   p.test = test;
   p.index = index;
@@ -94,6 +94,8 @@ Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count) {
   p.qps = uint16_t(o.qps);
   p.depth = uint16_t(o.tx_depth);
   p.mtu = uint16_t(o.mtu);
+  const bool splits = test == Test::kSendBw || test == Test::kWriteBw || test == Test::kReadBw;
+  p.groups = uint8_t(splits ? std::clamp<uint32_t>(groups, 1, p.qps) : 1);
   if (test != Test::kCount) {
     const std::vector<uint32_t> s = sizes(test, o);
     p.first_size = s.front();
@@ -101,6 +103,17 @@ Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count) {
   }
   return p;
 }
+
+Plan group_plan(const Plan& whole, uint32_t g) {
+  Plan p = whole;
+  const uint32_t base = whole.qps / whole.groups, extra = whole.qps % whole.groups;
+  p.group = uint8_t(g);
+  p.qps = uint16_t(base + (g < extra ? 1 : 0));
+  p.first_qp = uint16_t(g * base + std::min(g, extra));
+  return p;
+}
+
+size_t group_slice(const Plan& p) { return (size_t(p.last_size) + kPage - 1) / kPage * kPage; }
 
 std::vector<uint8_t> encode(const Plan& p) {
   std::vector<uint8_t> v(kPlanLen, 0);
@@ -115,6 +128,9 @@ std::vector<uint8_t> encode(const Plan& p) {
   put16(&v[14], p.mtu);
   put32(&v[16], p.first_size);
   put32(&v[20], p.last_size);
+  put16(&v[24], p.first_qp);
+  v[26] = p.group;
+  v[27] = p.groups;
   return v;
 }
 
@@ -132,8 +148,12 @@ std::optional<Plan> decode_plan(const uint8_t* d, size_t len) {
   p.mtu = get16(d + 14);
   p.first_size = get32(d + 16);
   p.last_size = get32(d + 20);
+  p.first_qp = get16(d + 24);
+  p.group = d[26];
+  p.groups = d[27];
   if (p.test == Test::kCount) return p;
   if (p.qps == 0 || p.qps > kMaxQps || p.qp >= p.qps || p.depth == 0 || p.depth > kMaxTxDepth ||
+      p.groups == 0 || p.group >= p.groups || p.first_qp + p.qps > kMaxQps ||
       p.first_size == 0 || p.first_size > p.last_size || p.last_size > kMaxSize)
     return std::nullopt;
   return p;
@@ -157,13 +177,14 @@ uint32_t signal_every(uint32_t depth) { return std::max<uint32_t>(1, depth / 8);
 Layout layout_for(const Options& o) {
   size_t area = kMinArea;
   for (Test t : o.tests) {
-    const Plan p = make_plan(t, o, 0, 1);
-    area = std::max<size_t>(area, p.last_size);
+    const Plan p = make_plan(t, o, 0, 1, o.threads);
+    area = std::max<size_t>(area, p.groups * group_slice(p));
     if (t == Test::kAtomicBw) area = std::max<size_t>(area, size_t(test_qps(p)) * p.depth * sizeof(uint64_t));
     if (t == Test::kSendInv) area = std::max<size_t>(area, size_t(test_qps(p)) * sendinv_windows(p) * p.last_size);
   }
   // A server learns the tests only from its clients: it gets room for anything they can ask.
-  if (o.role == Role::kServer) area = std::max<size_t>(kMaxSize, size_t(kMaxQps) * kMaxTxDepth * sizeof(uint64_t));
+  if (o.role == Role::kServer)
+    area = std::max<size_t>(size_t(std::max(1u, o.threads)) * kMaxSize, size_t(kMaxQps) * kMaxTxDepth * sizeof(uint64_t));
   Layout l;
   l.area = (area + kPage - 1) / kPage * kPage;
   return l;

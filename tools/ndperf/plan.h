@@ -19,16 +19,27 @@ struct Plan {
   Test test = Test::kCount;   ///< kCount: the client stopped early, no more tests
   uint8_t index = 0;          ///< this test among those the server serves
   uint8_t count = 0;          ///< how many the server serves in this run
-  uint16_t qp = 0;            ///< which of the test's QPs this connection request is for
-  uint16_t qps = 1;
+  uint16_t qp = 0;            ///< which of the test's (or its group's) QPs this request is for
+  uint16_t qps = 1;           ///< the test's QPs; in a group's plan, the group's
+  /// Bandwidth tests over several application threads per node: group `group` of `groups`
+  /// runs QPs first_qp.. of the test, on its own connections (listen port + group), its own
+  /// CQ and worker. One group: the whole test on one thread.
+  uint16_t first_qp = 0;
+  uint8_t group = 0;
+  uint8_t groups = 1;
   uint16_t depth = kDefaultTxDepth;
   uint16_t mtu = kDefaultMtu;
   uint32_t first_size = 0;    ///< sizes: first_size, doubling, up to last_size
   uint32_t last_size = 0;
 };
 
-/// The plan for `test` under these options (qp 0).
-Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count);
+/// The plan for `test` under these options (qp 0), in `groups` groups where the test can be
+/// split (send_bw, write_bw, read_bw; never more groups than QPs).
+Plan make_plan(Test test, const Options& o, uint8_t index, uint8_t count, uint32_t groups = 1);
+/// Group g's share of a split plan: its QPs (the test's, dealt out evenly) and their first.
+Plan group_plan(const Plan& whole, uint32_t g);
+/// The bytes of the recv and send areas each group of a split plan has to itself.
+size_t group_slice(const Plan& p);
 /// Its message sizes, in order.
 std::vector<uint32_t> sizes(const Plan& p);
 /// The sizes a test would run under these options (for the client's loops and the buffers).

@@ -114,7 +114,7 @@ class InvClient {
       std::memcpy(msg, &win.desc, sizeof win.desc);
       const uint32_t be = htonl(w);
       std::memcpy(msg + sizeof win.desc, &be, sizeof be);
-      const size_t out = s_.layout().control_out(i, kMsgSlot + w);
+      const size_t out = s_.control_out(i, kMsgSlot + w);
       std::memcpy(s_.buf() + out, msg, sizeof msg);
       const ND_SGE sge = s_.sge(out, sizeof msg);
       ok = ok && s_.posted(ep->Send(&q.silent, &sge, 1, ND_OP_FLAG_SILENT_SUCCESS), "Send (request)");
@@ -317,7 +317,7 @@ class InvServer {
     for (const Request& r : q.pending) {
       const ND_SGE data = s_.sge(s_.layout().send(), size);
       ok = ok && s_.posted(ep->Write(&q.silent, &data, 1, &r.desc, 0, ND_OP_FLAG_SILENT_SUCCESS), "Write");
-      const size_t off = s_.layout().control_out(i, kMsgSlot + r.window);
+      const size_t off = s_.control_out(i, kMsgSlot + r.window);
       const uint32_t be = htonl(r.window);
       std::memcpy(s_.buf() + off, &be, sizeof be);
       const ND_SGE answer = s_.sge(off, kAnswerLen);

@@ -1,6 +1,8 @@
 #include <cstdio>
 
+#include "tools/ndperf/groups.h"
 #include "tools/ndperf/halves.h"
+#include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
 #include "tools/ndperf/raw_test.h"
 #include "tools/ndperf/roles.h"
@@ -8,9 +10,29 @@
 namespace ndnic::ndperf {
 namespace {
 
+/// A split test (Plan::groups), whose first group's request came to `s`: the other groups
+/// each on a thread, a session and a CQ (on worker g) of their own, listening on port + g.
+bool serve_groups(Node& node, const Options& o, Halt& halt, Session& s, const Plan& first) {
+  return run_groups(first.groups, [&](uint32_t g) {
+    if (g == 0) {
+      return s.set_group(first) && bw_server(s, first);
+    }
+    GroupThread thread(true, g);
+    Session sg(o, node, "server", halt, true);
+    Plan p;
+    if (!sg.open() || !sg.listen(uint16_t(o.port + g)) || !sg.get_request(&p)) return false;
+    if (p.test != first.test || p.index != first.index || p.groups != first.groups || p.group != g) {
+      sg.reject();
+      return sg.fail("the connection on port " + std::to_string(o.port + g) + " is not for group " +
+                     std::to_string(g) + " of this test");
+    }
+    return sg.set_group(p) && bw_server(sg, p);
+  });
+}
+
 /// What one connection request asked for: serve it. `raw` is set for a baseline, which runs
 /// after the session is gone.
-bool serve_request(Session& s, const Plan& p, bool* raw) {
+bool serve_request(Node& node, const Options& o, Halt& halt, Session& s, const Plan& p, bool* raw) {
   switch (p.test) {
     case Test::kCount:  // the client stopped early: nothing more comes
     case Test::kRawBw:
@@ -22,7 +44,7 @@ bool serve_request(Session& s, const Plan& p, bool* raw) {
   switch (info(p.test).kind) {
     case Kind::kLatency: return lat_server(s, p);
     case Kind::kCycles: return sendinv_server(s, p);
-    default: return bw_server(s, p);
+    default: return p.groups > 1 ? serve_groups(node, o, halt, s, p) : bw_server(s, p);
   }
 }
 
@@ -50,7 +72,7 @@ bool run_server(Node& node, const Options& o, Halt& halt, bool announce, RunRepo
         std::fflush(stdout);
       }
       if (p.test != Test::kCount) report->tests.push_back(TestResult{p.test, {}});
-      if (!serve_request(s, p, &raw)) return s.halted() && !halt.aborted();
+      if (!serve_request(node, o, halt, s, p, &raw)) return s.halted() && !halt.aborted();
     }  // every ND object gone before the device may stop
     if (p.test == Test::kCount) return true;
     if (raw) {

@@ -104,8 +104,27 @@ bool Session::open() {
   return true;
 }
 
+bool Session::set_group(const Plan& p) {
+  worker_ = p.groups > 1 ? int(p.group) : -1;
+  first_qp_ = p.first_qp;
+  data_off_ = p.group * group_slice(p);
+  if (data_off_ + p.last_size <= layout().area) return true;
+  return fail("the buffer holds " + std::to_string(layout().area / group_slice(p)) + " groups of " +
+              std::to_string(p.last_size) + " B, this test has " + std::to_string(p.groups) +
+              " (give the server --threads " + std::to_string(p.groups) + ")");
+}
+
 bool Session::create_cq(size_t entries) {
-  const HRESULT hr = adapter_->CreateCompletionQueue(entries, &cq_);
+  HRESULT hr;
+  if (worker_ >= 0) {
+    INDAdapterExt* ext = nullptr;
+    hr = adapter_->QueryInterface(IID_INDAdapterExt, reinterpret_cast<void**>(&ext));
+    if (FAILED(hr)) return fail("QueryInterface(IID_INDAdapterExt)", hr);
+    hr = ext->CreateCompletionQueueOnWorker(entries, ULONG(worker_), &cq_);
+    ext->Release();
+  } else {
+    hr = adapter_->CreateCompletionQueue(entries, &cq_);
+  }
   if (FAILED(hr)) return fail("CreateCompletionQueue(" + std::to_string(entries) + ")", hr);
   if (o_.events) watchdog_ = std::thread([this] { watchdog(); });
   return true;

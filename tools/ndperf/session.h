@@ -71,6 +71,11 @@ class Session {
   bool open();
   /// The CQ every QP of the test completes into (before the first connect or accept).
   bool create_cq(size_t entries);
+  /// A group of a split test (Plan::groups): its CQ, and with it its endpoints, on worker
+  /// `group` (INDAdapterExt); its QPs' control slots after those of the groups before, and
+  /// its data in a slice of the recv and send areas of its own. Before create_cq. False (and
+  /// said why) when the buffer has no room for the slice.
+  bool set_group(const Plan& p);
 
   // ---- server ----
   bool listen(uint16_t port);
@@ -100,6 +105,13 @@ class Session {
   INDMemoryWindow* create_window(Op* invalidated);
   uint8_t* buf() const { return node_.buffer(); }
   const Layout& layout() const { return node_.layout(); }
+  /// Where this session's data goes and comes from: the layout's recv and send areas, or the
+  /// group's slice of them.
+  size_t recv_area() const { return layout().recv() + data_off_; }
+  size_t send_area() const { return layout().send() + data_off_; }
+  /// QP `qp`'s (of this session) control slots in the layout.
+  size_t control_in(uint32_t qp, uint32_t slot) const { return layout().control_in(first_qp_ + qp, slot); }
+  size_t control_out(uint32_t qp, uint32_t slot) const { return layout().control_out(first_qp_ + qp, slot); }
   ND_SGE sge(size_t offset, size_t len) const { return ND_SGE{buf() + offset, len, mr_}; }
   ND_MR_HANDLE mr() const { return mr_; }
 
@@ -159,6 +171,9 @@ class Session {
   Qp pending_;  ///< server: the connector holding a request not accepted yet
   std::vector<INDMemoryWindow*> windows_;
   bool halted_ = false;
+  int worker_ = -1;         ///< set_group: the worker of this group's CQ; -1: any
+  uint32_t first_qp_ = 0;   ///< set_group: the group's first QP in the layout
+  size_t data_off_ = 0;     ///< set_group: the group's slice of the recv and send areas
 
   // Waiting with Notify: one at a time. The watchdog cancels it when it has slept longer than
   // a recheck period, so the waiter looks at the CQ and at the halt itself.

@@ -27,6 +27,7 @@ class BwMeter {
   /// Ends at the last sample (the last completion).
   Row finish(uint32_t bytes, uint64_t done, uint64_t min_window) const;
   uint64_t started() const { return t0_; }
+  uint64_t ended() const { return samples_.empty() ? t0_ : samples_.back().tsc; }  ///< the last sample
   double seconds() const;  ///< so far, to the last sample
 
  private:
