@@ -59,11 +59,23 @@ int worker_main(void* arg) {
   // (an application thread woken by a completion, on a machine with fewer CPUs than busy
   // threads): without this the woken thread waits out the worker's whole scheduler slice.
   Backoff backoff(Backoff::kWorkerLooks);
+  Device::ShardLoad& load = s->load;
+  load.lcore = s->lcore;
+  const uint64_t start = rte_rdtsc();
+  uint64_t t = start;
   while (s->dev->running.load(std::memory_order_relaxed)) {
-    if (s->poll_once())
+    const unsigned work = s->poll_once();
+    const uint64_t t1 = rte_rdtsc();
+    load.polls++;
+    if (work) {
+      load.busy_polls++;
+      load.busy_cycles += t1 - t;
       backoff.busy();
-    else
+    } else {
       backoff.idle();
+    }
+    t = t1;
+    load.cycles = t - start;
   }
   if (s->dev->qsbr) {
     rte_rcu_qsbr_thread_offline(s->dev->qsbr, s->index);
@@ -384,6 +396,13 @@ Device::Counters Device::counters() const {
     c.tx_dropped += s->tx_dropped;
   }
   return c;
+}
+
+std::vector<Device::ShardLoad> Device::shard_loads() const {
+  std::vector<ShardLoad> out;
+  if (impl_ && impl_->worker_lcores)
+    for (const auto& s : impl_->shards) out.push_back(s->load);
+  return out;
 }
 
 QpCounters Device::qp_totals() const {

@@ -213,6 +213,8 @@ unsigned Shard::poll_once() {
   uint16_t n = port->rx_burst(pkts, kRxBurst, queue);
   if (fault_rx) n = fault_rx->apply(pkts, n, kRxBurst * 2, port->mempool());
   work += n;
+  load.rx_frames += n;
+  load.rx_bursts += n != 0;
   const bool sharded = dev->shards.size() > 1;
   for (uint16_t i = 0; i < n; i++) {
     Shard* owner = sharded ? owner_of(pkts[i]) : this;

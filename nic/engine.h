@@ -79,6 +79,7 @@ struct Shard {
   uint64_t held_dropped = 0;               ///< requests dropped: a responder's or the shard's limit
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
+  Device::ShardLoad load;                  ///< worker lcores: how busy the loop is
   CqBatch cq_batch[kCqBatches];
   wire::IcrcPrefixCache rx_prefixes;       ///< the ICRC prefixes of the flows we receive
 

@@ -143,6 +143,19 @@ class Device {
     uint64_t held_dropped = 0;      ///< requests dropped because too many wait behind READ replies
   };
   Counters counters() const;
+  /// How busy each worker lcore was (exact once they are quiet): where a run's time went,
+  /// without a profiler.
+  struct ShardLoad {
+    unsigned lcore = 0;
+    uint64_t cycles = 0;       ///< TSC cycles its loop ran
+    uint64_t busy_cycles = 0;  ///< ... in iterations that found work
+    uint64_t polls = 0;        ///< iterations
+    uint64_t busy_polls = 0;   ///< ... that found work
+    uint64_t rx_frames = 0;    ///< frames its RX bursts brought
+    uint64_t rx_bursts = 0;    ///< RX bursts that brought any
+  };
+  /// One per shard; empty when the application's threads drive the device.
+  std::vector<ShardLoad> shard_loads() const;
   /// Transport counters summed over every QP since open(), destroyed ones included.
   QpCounters qp_totals() const;
   /// Calls fn for each QP that exists. Safe from any thread (a telemetry thread) while the

@@ -1,8 +1,10 @@
 // stats_text(): the telemetry counters as a table for a person at the end of a run. Same
 // names as the JSON fields, so what one reads here can be looked up there.
+#include <rte_cycles.h>
 #include <rte_ether.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -102,6 +104,16 @@ std::string stats_text(const nic::Device& dev, const glue::Port& port) {
   out += std::string("engine: rejects ") + by_reason(engine_rejects(dc)) + ", unknown_qp " + std::to_string(dc.unknown_qp) +
          ", dispatched " + std::to_string(dc.dispatched) + ", dispatch_dropped " +
          std::to_string(dc.dispatch_dropped) + ", tx_dropped " + std::to_string(dc.tx_dropped) + "\n";
+  const double hz = double(rte_get_tsc_hz());
+  for (const nic::Device::ShardLoad& l : dev.shard_loads()) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "worker lcore %u: busy %.1f%% of %.3f s; %.1f%% of %llu loops found work; %.1f frames per RX burst\n",
+                  l.lcore, l.cycles ? 100.0 * double(l.busy_cycles) / double(l.cycles) : 0.0, double(l.cycles) / hz,
+                  l.polls ? 100.0 * double(l.busy_polls) / double(l.polls) : 0.0, (unsigned long long)l.polls,
+                  l.rx_bursts ? double(l.rx_frames) / double(l.rx_bursts) : 0.0);
+    out += line;
+  }
 
   std::vector<Row> rows;
   Row head{"qp", "type", "state"};

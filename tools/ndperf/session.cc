@@ -37,6 +37,10 @@ Session::Session(const Options& o, Node& node, const char* who, Halt& halt, bool
     : o_(o), node_(node), who_(who), halt_(halt), patient_(patient) {}
 
 Session::~Session() {
+  if (o_.stats && looks_)
+    std::printf("ndperf %s: %llu looks at the CQ, %.1f%% found nothing, %.2f results per look that found any\n",
+                who_, (unsigned long long)looks_, 100.0 * double(looks_ - hit_looks_) / double(looks_),
+                double(results_) / double(std::max<uint64_t>(1, hit_looks_)));
   {
     std::lock_guard<std::mutex> g(mu_);
     stop_ = true;
@@ -301,7 +305,12 @@ size_t Session::reap(ND_RESULT** out, size_t n) {
   nic::Backoff backoff;  // a peer on this CPU gets it after a few us of empty looks, not a tick
   for (unsigned spins = 0;; spins++) {
     const SIZE_T k = cq_->GetResults(out, n);
-    if (k) return k;
+    looks_++;
+    if (k) {
+      results_ += k;
+      hit_looks_++;
+      return k;
+    }
     if ((o_.events || spins % kSpinsPerCheck == 0)) {
       // A client finishes its size after Ctrl-C (it drains what it posted); a server of its
       // own stops at once.

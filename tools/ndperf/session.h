@@ -171,6 +171,8 @@ class Session {
   Qp pending_;  ///< server: the connector holding a request not accepted yet
   std::vector<INDMemoryWindow*> windows_;
   bool halted_ = false;
+  /// --stats: reap()'s looks at the CQ, those that found results, and the results.
+  uint64_t looks_ = 0, hit_looks_ = 0, results_ = 0;
   int worker_ = -1;         ///< set_group: the worker of this group's CQ; -1: any
   uint32_t first_qp_ = 0;   ///< set_group: the group's first QP in the layout
   size_t data_off_ = 0;     ///< set_group: the group's slice of the recv and send areas
