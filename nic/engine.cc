@@ -4,6 +4,7 @@
 
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 #include <rte_ring.h>
 
@@ -14,6 +15,16 @@ namespace ndnic::nic {
 namespace {
 
 constexpr unsigned kTxSpins = 4;  ///< tries per flush; what is left waits for the next one
+/// Frames of an RX burst whose headers are asked for ahead of the one processed (their mbufs
+/// twice as far ahead: the header's address is read from the mbuf).
+constexpr uint16_t kRxPrefetch = 4;
+
+/// The frame's headers: Ethernet to BTH and its extension headers, up to 128 bytes.
+inline void prefetch_headers(const rte_mbuf* m) {
+  const char* data = rte_pktmbuf_mtod(m, const char*);
+  rte_prefetch0(data);
+  rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
+}
 
 }  // namespace
 
@@ -201,6 +212,22 @@ void Shard::apply(ControlCmd* cmd) {
   cmd->done.store(true, std::memory_order_release);
 }
 
+rte_mbuf* Shard::alloc_tx() {
+  if (tx_stash_n == 0) {
+    if (rte_pktmbuf_alloc_bulk(port->mempool(), tx_stash, kTxStash) != 0) return rte_pktmbuf_alloc(port->mempool());
+    // The frames' first lines are written next, and their last writer was often another core
+    // (the peer lcore that freed them): asking for all of them now overlaps those misses.
+    for (uint16_t i = 0; i < kTxStash; i++) {
+      char* data = rte_pktmbuf_mtod(tx_stash[i], char*);
+      // For writing (prefetchw): DPDK 22.11's rte_prefetch0_write is still experimental.
+      __builtin_prefetch(data, 1, 3);
+      __builtin_prefetch(data + RTE_CACHE_LINE_SIZE, 1, 3);
+    }
+    tx_stash_n = kTxStash;
+  }
+  return tx_stash[--tx_stash_n];
+}
+
 unsigned Shard::poll_once() {
   unsigned work = 0;
   void* cmd;
@@ -216,7 +243,16 @@ unsigned Shard::poll_once() {
   load.rx_frames += n;
   load.rx_bursts += n != 0;
   const bool sharded = dev->shards.size() > 1;
+  // A received frame was written by another core (the NIC's DMA, or the peer lcore of a
+  // net_ring pair): its mbuf and headers miss in our cache. Asking for the next few while
+  // this one is processed overlaps those misses instead of taking them one after another.
+  // Never for the first: it is read at once, and a prefetch only delays it (a lone frame's
+  // exchange took 30 ns longer in ndperf's send_lat).
+  for (uint16_t i = 1; i < std::min<uint16_t>(n, 2 * kRxPrefetch); i++) rte_prefetch0(pkts[i]);
+  for (uint16_t i = 1; i < std::min<uint16_t>(n, kRxPrefetch); i++) prefetch_headers(pkts[i]);
   for (uint16_t i = 0; i < n; i++) {
+    if (i + 2 * kRxPrefetch < n) rte_prefetch0(pkts[i + 2 * kRxPrefetch]);
+    if (i + kRxPrefetch < n) prefetch_headers(pkts[i + kRxPrefetch]);
     Shard* owner = sharded ? owner_of(pkts[i]) : this;
     if (owner == this) {
       process_frame(pkts[i]);

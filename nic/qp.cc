@@ -253,8 +253,7 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   if (rs.have_recv) complete_recv(qp, rs.recv.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
   rs.have_recv = rs.in_send = rs.in_write = false;
   RecvWr rw;
-  while (rte_ring_sc_dequeue_elem(qp.recv_ring, &rw, sizeof(RecvWr)) == 0)
-    complete_recv(qp, rw.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+  while (next_recv(qp, &rw)) complete_recv(qp, rw.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
   for (auto& res : rs.res) res.active = false;
   rs.reads_active = 0;
   for (auto& [m, pkt] : rs.deferred) rte_pktmbuf_free(m);

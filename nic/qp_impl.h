@@ -27,6 +27,7 @@ constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay 
 static_assert((kMaxReadResources & (kMaxReadResources - 1)) == 0, "slots are indexed by a mask");
 constexpr uint32_t kMaxHeldPerQp = 64;        ///< requests a responder holds behind READ replies
 constexpr uint32_t kMaxHeldPerShard = 512;    ///< ... all QPs of a shard together
+constexpr uint32_t kRecvsTaken = 8;           ///< receives the responder takes off the ring at once
 
 /// One more on a counter only the QP's lcore writes (readers on other threads load it): a
 /// plain store, no locked instruction.
@@ -128,6 +129,10 @@ struct RespState {
   bool in_write = false;
   RecvWr recv{};              ///< the receive a SEND is landing in
   bool have_recv = false;
+  /// Receives taken off the ring in one operation and not yet used, oldest at taken_head:
+  /// the ring's indexes, which the posting thread's core owns, cross once per burst.
+  RecvWr taken[kRecvsTaken];
+  uint32_t taken_head = 0, taken_count = 0;
   uint32_t recv_offset = 0;   ///< bytes placed into `recv`
   uint32_t recv_capacity = 0;
   uint32_t write_rkey = 0;    ///< the WRITE's R_Key: checked again for every packet

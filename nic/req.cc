@@ -31,9 +31,11 @@ uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + 
 /// request before anything goes on the wire.
 void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
-  while (r.tail - r.head <= r.mask) {
+  const uint32_t room = r.mask + 1 - (r.tail - r.head);
+  if (room == 0) return;
+  wr_dequeue_burst<SendWr>(qp.send_ring, room, [&](const SendWr& posted) {
     SendWqe& w = r.sq[r.tail & r.mask];
-    if (!wr_dequeue(qp.send_ring, &w.wr)) return;
+    wr_copy(&w.wr, posted);
     w.state = WqeState::kPosted;
     w.status = WcStatus::kSuccess;
     w.sent = w.placed = 0;
@@ -62,7 +64,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
       w.status = WcStatus::kLocalLength;
     }
     r.tail++;
-  }
+  });
 }
 
 /// Gathers [off, off+len) of the WQE's payload from the addresses FETCH resolved (only for

@@ -44,11 +44,29 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
   qp_to_error(s, qp);
 }
 
+}  // namespace
+
+bool next_recv(Qp::Impl& qp, RecvWr* out) {
+  RespState& r = qp.resp;
+  if (r.taken_count == 0) {
+    uint32_t n = 0;
+    wr_dequeue_burst<RecvWr>(qp.recv_ring, kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
+    if (n == 0) return false;
+    r.taken_head = 0;
+    r.taken_count = n;
+  }
+  wr_copy(out, r.taken[r.taken_head++]);
+  r.taken_count--;
+  return true;
+}
+
+namespace {
+
 /// CHECK_RESOURCE for a message that consumes a receive.
 bool take_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (r.have_recv) return true;
-  if (!wr_dequeue(qp.recv_ring, &r.recv)) return false;
+  if (!next_recv(qp, &r.recv)) return false;
   r.have_recv = true;
   r.recv_offset = 0;
   r.recv_capacity = 0;

@@ -125,7 +125,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     return;
   }
   RecvWr rw;
-  if (rte_ring_sc_dequeue_elem(qp.recv_ring, &rw, sizeof(RecvWr)) != 0) {
+  if (!next_recv(qp, &rw)) {
     qp.counters.no_recv_drops++;
     return;
   }

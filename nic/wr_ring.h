@@ -34,16 +34,26 @@ bool wr_enqueue(rte_ring* r, const Wr* wrs, unsigned n) {
   return true;
 }
 
-/// Takes the oldest one into `out`, its used part only (SGEs past num_sge are left as they
-/// were); false when the ring is empty.
+/// Copies the used part of `from` into `to` (SGEs past num_sge are left as they were).
 template <class Wr>
-bool wr_dequeue(rte_ring* r, Wr* out) {
+void wr_copy(Wr* to, const Wr& from) {
+  std::memcpy(static_cast<void*>(to), &from, used_bytes(from));
+}
+
+/// Takes up to `max` of the oldest, in order, handing each to take(const Wr&), which copies
+/// what it keeps (wr_copy): the slot is the producer's again once this returns. One ring
+/// operation for the lot: the producer's index is read and ours written once per burst, not
+/// once per request; each of those is a cache line the posting thread's core owns.
+template <class Wr, class Take>
+unsigned wr_dequeue_burst(rte_ring* r, unsigned max, Take&& take) {
   rte_ring_zc_data zcd;
-  if (rte_ring_dequeue_zc_bulk_elem_start(r, sizeof(Wr), 1, &zcd, nullptr) != 1) return false;
-  const Wr* w = static_cast<const Wr*>(zcd.ptr1);
-  std::memcpy(static_cast<void*>(out), w, used_bytes(*w));
-  rte_ring_dequeue_zc_elem_finish(r, 1);
-  return true;
+  const unsigned n = rte_ring_dequeue_zc_burst_elem_start(r, sizeof(Wr), max, &zcd, nullptr);
+  if (n == 0) return 0;
+  const Wr* first = static_cast<const Wr*>(zcd.ptr1);
+  const Wr* wrap = static_cast<const Wr*>(zcd.ptr2);
+  for (unsigned i = 0; i < n; i++) take(i < zcd.n1 ? first[i] : wrap[i - zcd.n1]);
+  rte_ring_dequeue_zc_elem_finish(r, n);
+  return n;
 }
 
 }  // namespace ndnic::nic
