@@ -215,8 +215,6 @@ void Device::close() {
     // Frames the port would not take are not sent after the close either.
     for (uint16_t i = 0; i < s->ntx; i++) rte_pktmbuf_free(s->tx[i]);
     s->ntx = 0;
-    rte_pktmbuf_free_bulk(s->tx_stash, s->tx_stash_n);
-    s->tx_stash_n = 0;
     if (s->control) rte_ring_free(s->control);
     if (s->dispatch) {
       void* m;

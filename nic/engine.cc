@@ -212,22 +212,6 @@ void Shard::apply(ControlCmd* cmd) {
   cmd->done.store(true, std::memory_order_release);
 }
 
-rte_mbuf* Shard::alloc_tx() {
-  if (tx_stash_n == 0) {
-    if (rte_pktmbuf_alloc_bulk(port->mempool(), tx_stash, kTxStash) != 0) return rte_pktmbuf_alloc(port->mempool());
-    // The frames' first lines are written next, and their last writer was often another core
-    // (the peer lcore that freed them): asking for all of them now overlaps those misses.
-    for (uint16_t i = 0; i < kTxStash; i++) {
-      char* data = rte_pktmbuf_mtod(tx_stash[i], char*);
-      // For writing (prefetchw): DPDK 22.11's rte_prefetch0_write is still experimental.
-      __builtin_prefetch(data, 1, 3);
-      __builtin_prefetch(data + RTE_CACHE_LINE_SIZE, 1, 3);
-    }
-    tx_stash_n = kTxStash;
-  }
-  return tx_stash[--tx_stash_n];
-}
-
 unsigned Shard::poll_once() {
   unsigned work = 0;
   void* cmd;

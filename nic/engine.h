@@ -26,7 +26,6 @@ namespace ndnic::nic {
 
 constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
-constexpr uint16_t kTxStash = 32;           ///< mbufs a shard takes from its pool at once for frames
 constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and NAKs
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
 constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
@@ -70,8 +69,6 @@ struct Shard {
   std::vector<Qp::Impl*> acks_due;         ///< QPs with a coalesced ACK pending (this RX burst)
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
-  rte_mbuf* tx_stash[kTxStash];            ///< taken from the pool, not yet built into frames
-  uint16_t tx_stash_n = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   wire::RejectCounters rejects;            ///< frames the decoder refused
   uint64_t unknown_qp = 0;                 ///< frames for a QPN we do not have (or in RESET)
@@ -94,8 +91,6 @@ struct Shard {
 
   /// One iteration: receive and process a burst, drain rings, send, run timers.
   unsigned poll_once();
-  /// An mbuf for a frame we build (nullptr when the pool is empty).
-  rte_mbuf* alloc_tx();
   /// Queues a built frame; flushes when the batch is full.
   void send(rte_mbuf* m);
   /// Hands the batch to the port; what the port does not take stays queued (backpressure).
