@@ -1,8 +1,8 @@
-// ndperf's perftest protocol (tools/ndperf/perftest_oob.h) against the byte layouts of perftest
+// ndperf's perftest protocol (tools/ndperf/perftest/oob.h) against the byte layouts of perftest
 // 4.5-0.17's source (perftest_communication.{c,h}: KEY_PRINT_FMT_GID, KEY_MSG_SIZE_GID,
 // MAX_VERSION, check_sys_data, check_mtu, xchg_bw_reports, ctx_close_connection), and a TCP
 // peer that speaks perftest's side byte for byte, well and badly. Plus perftest's figures
-// (tools/ndperf/perftest_figures.h) on timestamps whose answer is known.
+// (tools/ndperf/perftest/figures.h) on timestamps whose answer is known.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,8 +17,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tools/ndperf/perftest_figures.h"
-#include "tools/ndperf/perftest_oob.h"
+#include "tools/ndperf/perftest/figures.h"
+#include "tools/ndperf/perftest/oob.h"
 
 namespace ndnic::ndperf::perftest {
 namespace {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""ndperf --perftest (perftest's protocol and message flow, tools/ndperf/perftest_*), run as a
+"""ndperf --perftest (perftest's protocol and message flow, tools/ndperf/perftest/), run as a
 user runs it.
 
   perftest_test.py loopback NDPERF   server and client in two processes over vhost-user

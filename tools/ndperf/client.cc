@@ -1,13 +1,13 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tools/ndperf/groups.h"
-#include "tools/ndperf/halves.h"
+#include "tools/ndperf/nd/groups.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
-#include "tools/ndperf/memcpy_test.h"
-#include "tools/ndperf/raw_test.h"
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/baselines/memcpy_test.h"
+#include "tools/ndperf/baselines/raw_test.h"
+#include "tools/ndperf/report/report.h"
 #include "tools/ndperf/roles.h"
 
 namespace ndnic::ndperf {

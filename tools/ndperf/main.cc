@@ -20,8 +20,8 @@
 #include "pmd_glue/pmd_glue.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/node.h"
-#include "tools/ndperf/output.h"
-#include "tools/ndperf/perftest_options.h"
+#include "tools/ndperf/report/output.h"
+#include "tools/ndperf/perftest/options.h"
 #include "tools/ndperf/roles.h"
 #include "tools/ndperf/stop.h"
 
@@ -50,7 +50,7 @@ bool run_embedded(Node& server_node, Node& client_node, const Options& o, RunRep
 }
 
 int run(int argc, char** argv) {
-  // --perftest: one test against perftest itself on another host (perftest_flow.cc).
+  // --perftest: one test against perftest itself on another host (perftest/flow.cc).
   if (perftest::requested(program_args(argc, argv))) return perftest::perftest_main(argc, argv);
   // Our options first, so --help and usage errors answer without starting EAL.
   const Parsed parsed = parse_options(program_args(argc, argv));

@@ -2,9 +2,22 @@
 
 #include <cstdio>
 
+#include "tools/ndperf/plan.h"
 #include "tools/ndperf/stats.h"
+#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
+
+uint64_t iterations(const Options& o, Test t, uint32_t size) {
+  if (o.duration_s) return 0;
+  return o.iters ? o.iters : default_iters(t, size);
+}
+
+bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters) {
+  if (sigint_requested()) return true;
+  if (iters) return done >= iters;
+  return now_tsc() - t0 >= uint64_t(o.duration_s * tsc_hz());
+}
 namespace {
 
 constexpr uint32_t kQuietSeconds = 2;  ///< runs up to this long print no progress

@@ -1,14 +1,21 @@
-// The progress line of a long run: once a size has run for more than two seconds (or from the
-// first second when -D asks for more than two), one line a second on stderr with the figures
-// so far. Cheap to ask often: due() reads the TSC and compares.
+// How far a size's run is, for every test: how many iterations it runs, whether it is over,
+// and the progress line of a long run: once a size has run for more than two seconds (or from
+// the first second when -D asks for more than two), one line a second on stderr with the
+// figures so far. Cheap to ask often: due() reads the TSC and compares.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "tools/ndperf/catalog.h"
+#include "tools/ndperf/options.h"
 
 namespace ndnic::ndperf {
+
+/// Iterations for this size: -n, or none (0) under -D, or the test's default.
+uint64_t iterations(const Options& o, Test t, uint32_t size);
+/// Whether a run of `iters` iterations (0: duration) started at `t0` should stop posting.
+bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters);
 
 class Progress {
  public:

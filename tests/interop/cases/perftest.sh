@@ -1,5 +1,5 @@
 # Interop plugin: perftest 4.5-0.17 (Debian 12's perftest, in the guest on rxe) against
-# `ndperf --perftest` (ndnic's verbs engine, perftest's TCP protocol: tools/ndperf/perftest_oob.h).
+# `ndperf --perftest` (ndnic's verbs engine, perftest's TCP protocol: tools/ndperf/perftest/oob.h).
 # Each of ib_{send,write,read}_{bw,lat}, the guest as server and as client, one single-packet size
 # (64 B) and one of eight packets at rxe's 1024-byte path MTU (8 KiB), and -a (2 B .. 8 MiB, as
 # perftest has it) for send_bw and write_lat both ways. perftest's -a cannot be capped, so its

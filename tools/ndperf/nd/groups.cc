@@ -1,4 +1,4 @@
-#include "tools/ndperf/groups.h"
+#include "tools/ndperf/nd/groups.h"
 
 #include <algorithm>
 #include <memory>

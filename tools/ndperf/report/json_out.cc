@@ -8,7 +8,7 @@
 #include <cinttypes>
 #include <cmath>
 
-#include "tools/ndperf/output.h"
+#include "tools/ndperf/report/output.h"
 
 namespace ndnic::ndperf {
 namespace {

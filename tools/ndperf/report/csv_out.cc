@@ -1,7 +1,7 @@
 // CSV: one line per row, every test in one table; a column a test does not report is empty.
 #include <cinttypes>
 
-#include "tools/ndperf/output.h"
+#include "tools/ndperf/report/output.h"
 
 namespace ndnic::ndperf {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/ndperf/perftest_oob.h"
+#include "tools/ndperf/perftest/oob.h"
 
 namespace ndnic::ndperf::perftest {
 

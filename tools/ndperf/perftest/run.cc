@@ -1,4 +1,4 @@
-#include "tools/ndperf/perftest_run.h"
+#include "tools/ndperf/perftest/run.h"
 
 #include <algorithm>
 #include <chrono>

@@ -18,10 +18,10 @@
 
 #include "pmd_glue/pmd_glue.h"
 #include "tools/ndperf/options.h"
-#include "tools/ndperf/perftest_figures.h"
-#include "tools/ndperf/perftest_oob.h"
-#include "tools/ndperf/perftest_options.h"
-#include "tools/ndperf/perftest_run.h"
+#include "tools/ndperf/perftest/figures.h"
+#include "tools/ndperf/perftest/oob.h"
+#include "tools/ndperf/perftest/options.h"
+#include "tools/ndperf/perftest/run.h"
 
 namespace ndnic::ndperf::perftest {
 namespace {

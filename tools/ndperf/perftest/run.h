@@ -1,7 +1,7 @@
 // The RDMA side of ndperf's perftest mode: one ndnic RC QP on a DPDK port, polled by the
 // program's thread, with perftest's buffer layout, QP attributes and message flow for each
-// test, and the checks of what arrived. The TCP side is perftest_oob.h, the order of the two
-// is perftest_flow.cc.
+// test, and the checks of what arrived. The TCP side is oob.h, the order of the two
+// is flow.cc.
 //
 // Buffer (as perftest's create_single_mr and set_up_connection): two halves of
 // max(largest size, cycle buffer) bytes rounded up to the cache line; we send from and READ
@@ -28,9 +28,9 @@
 
 #include "nic/nic.h"
 #include "tools/engine_port/engine_port.h"
-#include "tools/ndperf/perftest_figures.h"
-#include "tools/ndperf/perftest_oob.h"
-#include "tools/ndperf/perftest_options.h"
+#include "tools/ndperf/perftest/figures.h"
+#include "tools/ndperf/perftest/oob.h"
+#include "tools/ndperf/perftest/options.h"
 
 namespace ndnic::ndperf::perftest {
 

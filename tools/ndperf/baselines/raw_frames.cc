@@ -1,4 +1,4 @@
-#include "tools/ndperf/raw_frames.h"
+#include "tools/ndperf/baselines/raw_frames.h"
 
 #include <cstring>
 

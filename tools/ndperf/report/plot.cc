@@ -14,7 +14,7 @@
 #include <sstream>
 #include <vector>
 
-#include "tools/ndperf/output.h"
+#include "tools/ndperf/report/output.h"
 
 extern char** environ;
 

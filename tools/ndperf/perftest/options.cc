@@ -1,4 +1,4 @@
-#include "tools/ndperf/perftest_options.h"
+#include "tools/ndperf/perftest/options.h"
 
 #include <getopt.h>
 
@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "tools/nd_node/arguments.h"
-#include "tools/ndperf/perftest_oob.h"
+#include "tools/ndperf/perftest/oob.h"
 
 namespace ndnic::ndperf::perftest {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/ndperf/perftest_figures.h"
+#include "tools/ndperf/perftest/figures.h"
 
 #include <algorithm>
 #include <cinttypes>

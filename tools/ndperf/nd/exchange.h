@@ -15,9 +15,9 @@
 #include <functional>
 #include <vector>
 
-#include "tools/ndperf/groups.h"
+#include "tools/ndperf/nd/groups.h"
 #include "tools/ndperf/results.h"
-#include "tools/ndperf/session.h"
+#include "tools/ndperf/nd/session.h"
 
 namespace ndnic::ndperf {
 

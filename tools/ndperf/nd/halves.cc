@@ -1,7 +1,6 @@
-#include "tools/ndperf/halves.h"
+#include "tools/ndperf/nd/halves.h"
 
-#include "tools/ndperf/report.h"
-#include "tools/ndperf/stats.h"
+#include "tools/ndperf/report/report.h"
 
 namespace ndnic::ndperf {
 
@@ -21,15 +20,5 @@ void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, ui
   print_banner(p.test, b);
 }
 
-uint64_t iterations(const Options& o, Test t, uint32_t size) {
-  if (o.duration_s) return 0;
-  return o.iters ? o.iters : default_iters(t, size);
-}
-
-bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters) {
-  if (sigint_requested()) return true;
-  if (iters) return done >= iters;
-  return now_tsc() - t0 >= uint64_t(o.duration_s * tsc_hz());
-}
 
 }  // namespace ndnic::ndperf

@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tools/ndperf/halves.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
 
 namespace ndnic::ndperf {

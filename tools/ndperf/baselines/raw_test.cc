@@ -1,4 +1,4 @@
-#include "tools/ndperf/raw_test.h"
+#include "tools/ndperf/baselines/raw_test.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -7,12 +7,12 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
-#include "tools/ndperf/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/raw_frames.h"
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/baselines/raw_frames.h"
+#include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
+#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 namespace {

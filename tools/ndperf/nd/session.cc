@@ -1,4 +1,4 @@
-#include "tools/ndperf/session.h"
+#include "tools/ndperf/nd/session.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "tools/ndperf/perftest_oob.h"
+#include "tools/ndperf/perftest/oob.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>

@@ -4,8 +4,8 @@
 // last SYNC or its disconnect, and returns. Both take a Session opened on their node.
 #pragma once
 
-#include "tools/ndperf/exchange.h"
-#include "tools/ndperf/session.h"
+#include "tools/ndperf/nd/exchange.h"
+#include "tools/ndperf/nd/session.h"
 
 namespace ndnic::ndperf {
 
@@ -22,9 +22,5 @@ bool sendinv_server(Session& s, const Plan& p);
 /// The banner every client half prints before its first row; `note` adds a line.
 void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, uint32_t cq_moderation,
                        const std::string& note = "");
-/// Iterations for this size: -n, or none (0) under -D, or the test's default.
-uint64_t iterations(const Options& o, Test t, uint32_t size);
-/// Whether a run of `iters` iterations (0: duration) started at `t0` should stop posting.
-bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters);
 
 }  // namespace ndnic::ndperf

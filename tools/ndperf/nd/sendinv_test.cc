@@ -18,10 +18,10 @@
 
 #include <cstring>
 
-#include "tools/ndperf/halves.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
 
 namespace ndnic::ndperf {

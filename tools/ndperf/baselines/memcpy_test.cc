@@ -1,14 +1,14 @@
-#include "tools/ndperf/memcpy_test.h"
+#include "tools/ndperf/baselines/memcpy_test.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 
-#include "tools/ndperf/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
+#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 namespace {

@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "tools/ndperf/output.h"
+#include "tools/ndperf/report/output.h"
 
 namespace ndnic::ndperf {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/ndperf/exchange.h"
+#include "tools/ndperf/nd/exchange.h"
 
 #include <algorithm>
 #include <cstring>

@@ -18,7 +18,7 @@
 //   bw report      5 exchanges of 8 bytes, byte-swapped to big-endian: size, iterations
 //                  (64-bit since 5.33), BW peak, BW average, message rate (doubles; xchg_bw_reports)
 //   close          a hand shake, then each side writes "done" with its NUL (ctx_close_connection)
-// Which hand shakes and reports a test has, and when, is in perftest_flow.cc.
+// Which hand shakes and reports a test has, and when, is in flow.cc.
 #pragma once
 
 #include <array>

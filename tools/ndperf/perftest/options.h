@@ -1,6 +1,6 @@
 // ndperf's perftest mode: `ndperf [EAL args --] --perftest TEST ...` runs one of perftest's six
 // RC tests against a real perftest (ib_send_bw, ib_write_lat, ...) on another host, speaking
-// its TCP protocol (perftest_oob.h) and driving ndnic's verbs engine directly (no ND, no CM):
+// its TCP protocol (oob.h) and driving ndnic's verbs engine directly (no ND, no CM):
 // the peer's perftest modifies its QP itself from what the TCP exchange carries, so ours does.
 #pragma once
 

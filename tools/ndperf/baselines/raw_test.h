@@ -11,7 +11,7 @@
 // message's bytes of each size; raw_lat's client checks the last answer's.
 #pragma once
 
-#include "tools/ndperf/exchange.h"
+#include "tools/ndperf/nd/exchange.h"
 #include "tools/ndperf/node.h"
 #include "tools/ndperf/stop.h"
 

@@ -1,4 +1,4 @@
-#include "tools/ndperf/report.h"
+#include "tools/ndperf/report/report.h"
 
 #include <cinttypes>
 #include <cstdio>
