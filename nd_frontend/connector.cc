@@ -15,7 +15,6 @@
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
 #include "nd_frontend/status.h"
-#include "nd_frontend/testing.h"
 #include "pmd_glue/pmd_glue.h"
 
 namespace ndnic::nd {
@@ -570,26 +569,6 @@ HRESULT NdAdapter::Listen(SIZE_T backlog, INT, USHORT port, USHORT* assigned, IN
   l->set_port(got);
   if (assigned) *assigned = htons(got);
   *out = l;
-  return ND_SUCCESS;
-}
-
-HRESULT connect_endpoints_for_test(INDEndpoint* a, INDEndpoint* b, uint32_t mtu) {
-  auto* ea = static_cast<NdEndpoint*>(a);
-  auto* eb = static_cast<NdEndpoint*>(b);
-  for (auto [me, peer] : {std::pair{ea, eb}, std::pair{eb, ea}}) {
-    nic::QpAttr at;
-    at.remote_qpn = peer->qp()->qpn();
-    at.dest_ipv4 = peer->adapter()->port()->ipv4();
-    at.path_mtu = mtu;
-    at.rq_psn = at.sq_psn = 0x1000;
-    at.timeout = 12;
-    at.rnr_retry = 6;        // ND: a Send with no receive posted ends in an error, never a hang
-    at.min_rnr_timer = 10;   // 0.32 ms between tries
-    at.max_rd_atomic = uint8_t(me->limits().outbound_read_limit ? me->limits().outbound_read_limit : 1);
-    at.max_dest_rd_atomic = uint8_t(me->limits().inbound_read_limit ? me->limits().inbound_read_limit : 1);
-    if (!me->qp()->modify(nic::QpState::kRtr, at) || !me->qp()->modify(nic::QpState::kRts, at))
-      return ND_INVALID_DEVICE_STATE;
-  }
   return ND_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
-// For ND frontend tests until connection management runs over the wire: connects two
-// endpoints' QPs to each other directly (RTR/RTS with each other's QPN and address), as the
-// CM handshake will.
+// For ND frontend tests and benchmarks that want two endpoints connected without the CM:
+// connects their QPs to each other directly (RTR/RTS with each other's QPN and address), as
+// the CM handshake does. Test support only: it lives in nd_frontend_testing_dep, apart from
+// the frontend's own library.
 #pragma once
 
 #include <cstdint>
