@@ -29,25 +29,7 @@ std::string unique_name(const char* what) {
   return std::string("ndnic_") + what + "_" + std::to_string(g_serial++);
 }
 
-void add(QpCounters& to, const QpCounters& c) {
-  to.tx_packets += c.tx_packets;
-  to.rx_packets += c.rx_packets;
-  to.tx_bytes += c.tx_bytes;
-  to.rx_bytes += c.rx_bytes;
-  to.retransmits += c.retransmits;
-  to.timeouts += c.timeouts;
-  for (size_t i = 0; i < 4; i++) {
-    to.naks_sent[i] += c.naks_sent[i];
-    to.naks_received[i] += c.naks_received[i];
-  }
-  to.rnr_naks_sent += c.rnr_naks_sent;
-  to.rnr_naks_received += c.rnr_naks_received;
-  to.duplicates += c.duplicates;
-  to.out_of_sequence += c.out_of_sequence;
-  to.invalidations += c.invalidations;
-  to.qkey_drops += c.qkey_drops;
-  to.no_recv_drops += c.no_recv_drops;
-}
+void add(QpCounters& to, const QpCounters& c) { glue::add_counters(to, c); }
 
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
@@ -383,6 +365,10 @@ void Device::destroy_qp(Qp* handle) {
     }
   }
 }
+
+static_assert(sizeof(Device::Counters) / sizeof(uint64_t) ==
+                  std::size(Device::kCounterFields) + size_t(wire::Reject::kCount),
+              "a new engine counter needs its row in Device::kCounterFields");
 
 Device::Counters Device::counters() const {
   Counters c;

@@ -8,12 +8,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "nic/verbs.h"
+#include "pmd_glue/counters.h"
 #include "wire/packet.h"
 
 namespace ndnic::glue {
@@ -44,6 +46,23 @@ struct QpCounters {
   uint64_t qkey_drops = 0;        ///< UD: datagrams with the wrong Q_Key
   uint64_t no_recv_drops = 0;     ///< UD: datagrams that found no receive posted (no RNR)
 };
+/// QpCounters as reported, but for the arrays by NAK kind and the UD drops, which go apart.
+inline constexpr glue::CounterField kQpCounterFields[] = {
+    {"tx_packets", offsetof(QpCounters, tx_packets)},
+    {"tx_bytes", offsetof(QpCounters, tx_bytes)},
+    {"rx_packets", offsetof(QpCounters, rx_packets)},
+    {"rx_bytes", offsetof(QpCounters, rx_bytes)},
+    {"retransmits", offsetof(QpCounters, retransmits)},
+    {"timeouts", offsetof(QpCounters, timeouts)},
+    {"rnr_naks_sent", offsetof(QpCounters, rnr_naks_sent)},
+    {"rnr_naks_received", offsetof(QpCounters, rnr_naks_received)},
+    {"duplicates", offsetof(QpCounters, duplicates)},
+    {"out_of_sequence", offsetof(QpCounters, out_of_sequence)},
+    {"invalidations", offsetof(QpCounters, invalidations)},
+};
+// The rest: naks_sent[4], naks_received[4], qkey_drops, no_recv_drops.
+static_assert(sizeof(QpCounters) / sizeof(uint64_t) == std::size(kQpCounterFields) + 10,
+              "a new QP counter needs its row in kQpCounterFields");
 
 /// Shards: one poll loop each. With one port and N shards, shard i polls RX/TX queue i of it
 /// (open the port with N queues); with N ports, shard i polls queue 0 of port i. QPs are
@@ -141,6 +160,15 @@ class Device {
     uint64_t dispatch_dropped = 0;  ///< ... that found the owner's ring full
     uint64_t tx_dropped = 0;        ///< frames the port did not take in time
     uint64_t held_dropped = 0;      ///< requests dropped because too many wait behind READ replies
+  };
+  /// Counters as reported (the rejects by reason go by wire::reject_name).
+  static constexpr glue::CounterField kCounterFields[] = {
+      {"rejected", offsetof(Counters, rejected)},
+      {"unknown_qp", offsetof(Counters, unknown_qp)},
+      {"dispatched", offsetof(Counters, dispatched)},
+      {"dispatch_dropped", offsetof(Counters, dispatch_dropped)},
+      {"tx_dropped", offsetof(Counters, tx_dropped)},
+      {"held_dropped", offsetof(Counters, held_dropped)},
   };
   Counters counters() const;
   /// How busy each worker lcore was (exact once they are quiet): where a run's time went,

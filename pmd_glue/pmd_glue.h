@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "pmd_glue/counters.h"
 
 #include <rte_ether.h>
 #include <rte_mbuf_core.h>
@@ -106,6 +109,22 @@ struct PortCounters {
   uint64_t dropped() const;
   uint64_t operator[](Drop d) const { return drops[static_cast<size_t>(d)]; }
 };
+/// PortCounters as reported (the drops by reason go by drop_name).
+inline constexpr CounterField kPortCounterFields[] = {
+    {"rx_packets", offsetof(PortCounters, rx_frames)},
+    {"rx_bytes", offsetof(PortCounters, rx_bytes)},
+    {"tx_packets", offsetof(PortCounters, tx_frames)},
+    {"tx_bytes", offsetof(PortCounters, tx_bytes)},
+    {"rx_roce", offsetof(PortCounters, rx_roce)},
+    {"rx_arp", offsetof(PortCounters, rx_arp)},
+    {"tx_arp_requests", offsetof(PortCounters, tx_arp_requests)},
+    {"tx_arp_replies", offsetof(PortCounters, tx_arp_replies)},
+    {"tx_errors", offsetof(PortCounters, tx_errors)},
+    {"capture_errors", offsetof(PortCounters, capture_errors)},
+};
+static_assert(sizeof(PortCounters) / sizeof(uint64_t) ==
+                  std::size(kPortCounterFields) + static_cast<size_t>(Drop::kCount),
+              "a new port counter needs its row in kPortCounterFields");
 
 enum class Resolve : uint8_t { kResolved, kPending, kFailed };
 

@@ -241,17 +241,7 @@ PortCounters Port::counters() const {
   PortCounters sum;
   for (const QueueCounters& q : counters_) {
     const PortCounters& c = q.c;
-    sum.rx_frames += c.rx_frames;
-    sum.rx_bytes += c.rx_bytes;
-    sum.rx_roce += c.rx_roce;
-    sum.rx_arp += c.rx_arp;
-    sum.tx_frames += c.tx_frames;
-    sum.tx_bytes += c.tx_bytes;
-    sum.tx_arp_requests += c.tx_arp_requests;
-    sum.tx_arp_replies += c.tx_arp_replies;
-    sum.tx_errors += c.tx_errors;
-    sum.capture_errors += c.capture_errors;
-    for (size_t i = 0; i < size_t(Drop::kCount); i++) sum.drops[i] += c.drops[i];
+    add_counters(sum, c);
   }
   return sum;
 }

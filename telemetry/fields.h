@@ -24,18 +24,19 @@ inline std::string ipv4_text(uint32_t ip) {
 constexpr const char* kNakKinds[4] = {"psn_sequence", "invalid_request", "remote_access",
                                       "remote_operation"};
 
+/// The counters a table names, in its order.
+template <class C, size_t N>
+std::vector<Field> fields_of(const C& c, const glue::CounterField (&table)[N]) {
+  std::vector<Field> v;
+  v.reserve(N + 1);
+  for (const glue::CounterField& f : table) v.emplace_back(f.name, glue::counter_value(c, f));
+  return v;
+}
+
 inline std::vector<Field> port_fields(const glue::PortCounters& c) {
-  return {{"rx_packets", c.rx_frames},
-          {"rx_bytes", c.rx_bytes},
-          {"tx_packets", c.tx_frames},
-          {"tx_bytes", c.tx_bytes},
-          {"rx_roce", c.rx_roce},
-          {"rx_arp", c.rx_arp},
-          {"tx_arp_requests", c.tx_arp_requests},
-          {"tx_arp_replies", c.tx_arp_replies},
-          {"tx_errors", c.tx_errors},
-          {"capture_errors", c.capture_errors},
-          {"rx_dropped", c.dropped()}};
+  std::vector<Field> v = fields_of(c, glue::kPortCounterFields);
+  v.emplace_back("rx_dropped", c.dropped());
+  return v;
 }
 
 /// Every reason, zero or not: a script sees the same keys each time.
@@ -47,12 +48,7 @@ inline std::vector<Field> port_drops(const glue::PortCounters& c) {
 }
 
 inline std::vector<Field> engine_fields(const nic::Device::Counters& c) {
-  return {{"rejected", c.rejected},
-          {"unknown_qp", c.unknown_qp},
-          {"dispatched", c.dispatched},
-          {"dispatch_dropped", c.dispatch_dropped},
-          {"tx_dropped", c.tx_dropped},
-          {"held_dropped", c.held_dropped}};
+  return fields_of(c, nic::Device::kCounterFields);
 }
 
 inline std::vector<Field> engine_rejects(const nic::Device::Counters& c) {
@@ -64,19 +60,7 @@ inline std::vector<Field> engine_rejects(const nic::Device::Counters& c) {
 }
 
 /// A QP's counters without the per-kind arrays and drops (qp_naks, qp_drops).
-inline std::vector<Field> qp_fields(const nic::QpCounters& c) {
-  return {{"tx_packets", c.tx_packets},
-          {"tx_bytes", c.tx_bytes},
-          {"rx_packets", c.rx_packets},
-          {"rx_bytes", c.rx_bytes},
-          {"retransmits", c.retransmits},
-          {"timeouts", c.timeouts},
-          {"rnr_naks_sent", c.rnr_naks_sent},
-          {"rnr_naks_received", c.rnr_naks_received},
-          {"duplicates", c.duplicates},
-          {"out_of_sequence", c.out_of_sequence},
-          {"invalidations", c.invalidations}};
-}
+inline std::vector<Field> qp_fields(const nic::QpCounters& c) { return fields_of(c, nic::kQpCounterFields); }
 
 inline std::vector<Field> qp_naks(const uint64_t (&naks)[4]) {
   return {{kNakKinds[0], naks[0]}, {kNakKinds[1], naks[1]}, {kNakKinds[2], naks[2]}, {kNakKinds[3], naks[3]}};
