@@ -48,18 +48,25 @@ bool put_field(uint8_t* msg, Field f, uint64_t value) {
 }
 
 /// Collects put_field failures so an encoder reads as a list of fields.
+/// Fills a zeroed message from a struct, field by field; `ok` turns false when a value does not
+/// fit its field.
 struct Writer {
   uint8_t* msg;
   bool ok = true;
-  void put(Field f, uint64_t v) { ok &= put_field(msg, f, v); }
+  template <typename T>
+  void operator()(Field f, const T& v) { ok &= put_field(msg, f, uint64_t(v)); }
   template <size_t N>
   void bytes(uint16_t at, const std::array<uint8_t, N>& a) { std::memcpy(msg + at, a.data(), N); }
 };
 
-template <size_t N>
-void get_bytes(const uint8_t* msg, uint16_t at, std::array<uint8_t, N>* a) {
-  std::memcpy(a->data(), msg + at, N);
-}
+/// Fills a struct from a message, field by field (a one-bit flag is true when set).
+struct Reader {
+  const uint8_t* msg;
+  template <typename T>
+  void operator()(Field f, T& v) { v = static_cast<T>(get_field(msg, f)); }
+  template <size_t N>
+  void bytes(uint16_t at, std::array<uint8_t, N>& a) { std::memcpy(a.data(), msg + at, N); }
+};
 
 // ---- IBTA table 106: REQ ----------------------------------------------------------------------
 constexpr Field kReqLocalCommId{0, 0, 32};
@@ -149,204 +156,107 @@ static_assert(kDreqPrivateData + kDreqPrivateDataLen == kCmMsgLen);
 static_assert(kDrepPrivateData + kDrepPrivateDataLen == kCmMsgLen);
 static_assert(kReqAlternatePath - kReqPrimaryPath == 44 && kReqPrivateData - kReqAlternatePath == 44);
 
-// ---- decoders ---------------------------------------------------------------------------------
+// ---- one field list per message, read by decode and written by encode -----------------------
+//
+// fields(msg, v) hands each field of a message and the struct member it maps to to the visitor
+// `v` (Reader or Writer), in the message's order: a field is named once for both directions.
 
-void get_path(const uint8_t* m, uint16_t base, CmPath* p) {
-  p->local_lid = uint16_t(get_field(m, at(base, kPathLocalLid)));
-  p->remote_lid = uint16_t(get_field(m, at(base, kPathRemoteLid)));
-  std::memcpy(p->local_gid.data(), m + base + kPathLocalGid, 16);
-  std::memcpy(p->remote_gid.data(), m + base + kPathRemoteGid, 16);
-  p->flow_label = uint32_t(get_field(m, at(base, kPathFlowLabel)));
-  p->packet_rate = uint8_t(get_field(m, at(base, kPathPacketRate)));
-  p->traffic_class = uint8_t(get_field(m, at(base, kPathTrafficClass)));
-  p->hop_limit = uint8_t(get_field(m, at(base, kPathHopLimit)));
-  p->sl = uint8_t(get_field(m, at(base, kPathSl)));
-  p->subnet_local = get_field(m, at(base, kPathSubnetLocal)) != 0;
-  p->local_ack_timeout = uint8_t(get_field(m, at(base, kPathLocalAckTimeout)));
+template <typename P, typename V>
+void path_fields(P& p, uint16_t base, V& v) {
+  v(at(base, kPathLocalLid), p.local_lid);
+  v(at(base, kPathRemoteLid), p.remote_lid);
+  v.bytes(uint16_t(base + kPathLocalGid), p.local_gid);
+  v.bytes(uint16_t(base + kPathRemoteGid), p.remote_gid);
+  v(at(base, kPathFlowLabel), p.flow_label);
+  v(at(base, kPathPacketRate), p.packet_rate);
+  v(at(base, kPathTrafficClass), p.traffic_class);
+  v(at(base, kPathHopLimit), p.hop_limit);
+  v(at(base, kPathSl), p.sl);
+  v(at(base, kPathSubnetLocal), p.subnet_local);
+  v(at(base, kPathLocalAckTimeout), p.local_ack_timeout);
 }
 
-void decode(const uint8_t* m, CmReq* r) {
-  r->local_comm_id = uint32_t(get_field(m, kReqLocalCommId));
-  r->service_id = get_field(m, kReqServiceId);
-  r->local_ca_guid = get_field(m, kReqLocalCaGuid);
-  r->local_qkey = uint32_t(get_field(m, kReqLocalQkey));
-  r->local_qpn = uint32_t(get_field(m, kReqLocalQpn));
-  r->responder_resources = uint8_t(get_field(m, kReqResponderResources));
-  r->local_eecn = uint32_t(get_field(m, kReqLocalEecn));
-  r->initiator_depth = uint8_t(get_field(m, kReqInitiatorDepth));
-  r->remote_eecn = uint32_t(get_field(m, kReqRemoteEecn));
-  r->remote_cm_response_timeout = uint8_t(get_field(m, kReqRemoteCmResponseTimeout));
-  r->transport_service_type = uint8_t(get_field(m, kReqTransportServiceType));
-  r->end_to_end_flow_control = get_field(m, kReqEndToEndFlowControl) != 0;
-  r->starting_psn = uint32_t(get_field(m, kReqStartingPsn));
-  r->local_cm_response_timeout = uint8_t(get_field(m, kReqLocalCmResponseTimeout));
-  r->retry_count = uint8_t(get_field(m, kReqRetryCount));
-  r->pkey = uint16_t(get_field(m, kReqPkey));
-  r->path_mtu = uint8_t(get_field(m, kReqPathMtu));
-  r->rdc_exists = get_field(m, kReqRdcExists) != 0;
-  r->rnr_retry_count = uint8_t(get_field(m, kReqRnrRetryCount));
-  r->max_cm_retries = uint8_t(get_field(m, kReqMaxCmRetries));
-  r->srq = get_field(m, kReqSrq) != 0;
-  r->extended_transport_type = uint8_t(get_field(m, kReqExtendedTransportType));
-  get_path(m, kReqPrimaryPath, &r->primary);
-  get_path(m, kReqAlternatePath, &r->alternate);
-  r->sap_supported = get_field(m, kReqSapSupported) != 0;
-  get_bytes(m, kReqPrivateData, &r->private_data);
+template <typename M, typename T>
+constexpr bool kIs = std::is_same_v<std::remove_const_t<M>, T>;
+
+template <typename M, typename V>
+void fields(M& r, V& v) {
+  if constexpr (kIs<M, CmReq>) {
+    v(kReqLocalCommId, r.local_comm_id);
+    v(kReqServiceId, r.service_id);
+    v(kReqLocalCaGuid, r.local_ca_guid);
+    v(kReqLocalQkey, r.local_qkey);
+    v(kReqLocalQpn, r.local_qpn);
+    v(kReqResponderResources, r.responder_resources);
+    v(kReqLocalEecn, r.local_eecn);
+    v(kReqInitiatorDepth, r.initiator_depth);
+    v(kReqRemoteEecn, r.remote_eecn);
+    v(kReqRemoteCmResponseTimeout, r.remote_cm_response_timeout);
+    v(kReqTransportServiceType, r.transport_service_type);
+    v(kReqEndToEndFlowControl, r.end_to_end_flow_control);
+    v(kReqStartingPsn, r.starting_psn);
+    v(kReqLocalCmResponseTimeout, r.local_cm_response_timeout);
+    v(kReqRetryCount, r.retry_count);
+    v(kReqPkey, r.pkey);
+    v(kReqPathMtu, r.path_mtu);
+    v(kReqRdcExists, r.rdc_exists);
+    v(kReqRnrRetryCount, r.rnr_retry_count);
+    v(kReqMaxCmRetries, r.max_cm_retries);
+    v(kReqSrq, r.srq);
+    v(kReqExtendedTransportType, r.extended_transport_type);
+    path_fields(r.primary, kReqPrimaryPath, v);
+    path_fields(r.alternate, kReqAlternatePath, v);
+    v(kReqSapSupported, r.sap_supported);
+    v.bytes(kReqPrivateData, r.private_data);
+  } else {
+    // Every other message starts with both communication IDs.
+    v(kLocalCommId, r.local_comm_id);
+    v(kRemoteCommId, r.remote_comm_id);
+    if constexpr (kIs<M, CmMra>) {
+      v(kMraMessageMraed, r.message_mraed);
+      v(kMraServiceTimeout, r.service_timeout);
+      v.bytes(kMraPrivateData, r.private_data);
+    } else if constexpr (kIs<M, CmRej>) {
+      v(kRejMessageRejected, r.message_rejected);
+      v(kRejRejectInfoLength, r.reject_info_length);
+      v(kRejReason, r.reason);
+      v.bytes(kRejAri, r.ari);
+      v.bytes(kRejPrivateData, r.private_data);
+    } else if constexpr (kIs<M, CmRep>) {
+      v(kRepLocalQkey, r.local_qkey);
+      v(kRepLocalQpn, r.local_qpn);
+      v(kRepLocalEecn, r.local_eecn);
+      v(kRepStartingPsn, r.starting_psn);
+      v(kRepResponderResources, r.responder_resources);
+      v(kRepInitiatorDepth, r.initiator_depth);
+      v(kRepTargetAckDelay, r.target_ack_delay);
+      v(kRepFailoverAccepted, r.failover_accepted);
+      v(kRepEndToEndFlowControl, r.end_to_end_flow_control);
+      v(kRepRnrRetryCount, r.rnr_retry_count);
+      v(kRepSrq, r.srq);
+      v(kRepLocalCaGuid, r.local_ca_guid);
+      v.bytes(kRepPrivateData, r.private_data);
+    } else if constexpr (kIs<M, CmRtu>) {
+      v.bytes(kRtuPrivateData, r.private_data);
+    } else if constexpr (kIs<M, CmDreq>) {
+      v(kDreqRemoteQpnEecn, r.remote_qpn_eecn);
+      v.bytes(kDreqPrivateData, r.private_data);
+    } else {
+      static_assert(kIs<M, CmDrep>, "a CM message without its field list");
+      v.bytes(kDrepPrivateData, r.private_data);
+    }
+  }
 }
 
-void decode(const uint8_t* m, CmMra* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  r->message_mraed = uint8_t(get_field(m, kMraMessageMraed));
-  r->service_timeout = uint8_t(get_field(m, kMraServiceTimeout));
-  get_bytes(m, kMraPrivateData, &r->private_data);
+template <typename M>
+void decode(const uint8_t* m, M* r) {
+  Reader rd{m};
+  fields(*r, rd);
 }
 
-void decode(const uint8_t* m, CmRej* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  r->message_rejected = uint8_t(get_field(m, kRejMessageRejected));
-  r->reject_info_length = uint8_t(get_field(m, kRejRejectInfoLength));
-  r->reason = uint16_t(get_field(m, kRejReason));
-  get_bytes(m, kRejAri, &r->ari);
-  get_bytes(m, kRejPrivateData, &r->private_data);
-}
-
-void decode(const uint8_t* m, CmRep* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  r->local_qkey = uint32_t(get_field(m, kRepLocalQkey));
-  r->local_qpn = uint32_t(get_field(m, kRepLocalQpn));
-  r->local_eecn = uint32_t(get_field(m, kRepLocalEecn));
-  r->starting_psn = uint32_t(get_field(m, kRepStartingPsn));
-  r->responder_resources = uint8_t(get_field(m, kRepResponderResources));
-  r->initiator_depth = uint8_t(get_field(m, kRepInitiatorDepth));
-  r->target_ack_delay = uint8_t(get_field(m, kRepTargetAckDelay));
-  r->failover_accepted = uint8_t(get_field(m, kRepFailoverAccepted));
-  r->end_to_end_flow_control = get_field(m, kRepEndToEndFlowControl) != 0;
-  r->rnr_retry_count = uint8_t(get_field(m, kRepRnrRetryCount));
-  r->srq = get_field(m, kRepSrq) != 0;
-  r->local_ca_guid = get_field(m, kRepLocalCaGuid);
-  get_bytes(m, kRepPrivateData, &r->private_data);
-}
-
-void decode(const uint8_t* m, CmRtu* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  get_bytes(m, kRtuPrivateData, &r->private_data);
-}
-
-void decode(const uint8_t* m, CmDreq* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  r->remote_qpn_eecn = uint32_t(get_field(m, kDreqRemoteQpnEecn));
-  get_bytes(m, kDreqPrivateData, &r->private_data);
-}
-
-void decode(const uint8_t* m, CmDrep* r) {
-  r->local_comm_id = uint32_t(get_field(m, kLocalCommId));
-  r->remote_comm_id = uint32_t(get_field(m, kRemoteCommId));
-  get_bytes(m, kDrepPrivateData, &r->private_data);
-}
-
-// ---- encoders (into a zeroed message) ---------------------------------------------------------
-
-void put_path(Writer& w, uint16_t base, const CmPath& p) {
-  w.put(at(base, kPathLocalLid), p.local_lid);
-  w.put(at(base, kPathRemoteLid), p.remote_lid);
-  std::memcpy(w.msg + base + kPathLocalGid, p.local_gid.data(), 16);
-  std::memcpy(w.msg + base + kPathRemoteGid, p.remote_gid.data(), 16);
-  w.put(at(base, kPathFlowLabel), p.flow_label);
-  w.put(at(base, kPathPacketRate), p.packet_rate);
-  w.put(at(base, kPathTrafficClass), p.traffic_class);
-  w.put(at(base, kPathHopLimit), p.hop_limit);
-  w.put(at(base, kPathSl), p.sl);
-  w.put(at(base, kPathSubnetLocal), p.subnet_local);
-  w.put(at(base, kPathLocalAckTimeout), p.local_ack_timeout);
-}
-
-void encode(Writer& w, const CmReq& r) {
-  w.put(kReqLocalCommId, r.local_comm_id);
-  w.put(kReqServiceId, r.service_id);
-  w.put(kReqLocalCaGuid, r.local_ca_guid);
-  w.put(kReqLocalQkey, r.local_qkey);
-  w.put(kReqLocalQpn, r.local_qpn);
-  w.put(kReqResponderResources, r.responder_resources);
-  w.put(kReqLocalEecn, r.local_eecn);
-  w.put(kReqInitiatorDepth, r.initiator_depth);
-  w.put(kReqRemoteEecn, r.remote_eecn);
-  w.put(kReqRemoteCmResponseTimeout, r.remote_cm_response_timeout);
-  w.put(kReqTransportServiceType, r.transport_service_type);
-  w.put(kReqEndToEndFlowControl, r.end_to_end_flow_control);
-  w.put(kReqStartingPsn, r.starting_psn);
-  w.put(kReqLocalCmResponseTimeout, r.local_cm_response_timeout);
-  w.put(kReqRetryCount, r.retry_count);
-  w.put(kReqPkey, r.pkey);
-  w.put(kReqPathMtu, r.path_mtu);
-  w.put(kReqRdcExists, r.rdc_exists);
-  w.put(kReqRnrRetryCount, r.rnr_retry_count);
-  w.put(kReqMaxCmRetries, r.max_cm_retries);
-  w.put(kReqSrq, r.srq);
-  w.put(kReqExtendedTransportType, r.extended_transport_type);
-  put_path(w, kReqPrimaryPath, r.primary);
-  put_path(w, kReqAlternatePath, r.alternate);
-  w.put(kReqSapSupported, r.sap_supported);
-  w.bytes(kReqPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmMra& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.put(kMraMessageMraed, r.message_mraed);
-  w.put(kMraServiceTimeout, r.service_timeout);
-  w.bytes(kMraPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmRej& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.put(kRejMessageRejected, r.message_rejected);
-  w.put(kRejRejectInfoLength, r.reject_info_length);
-  w.put(kRejReason, r.reason);
-  w.bytes(kRejAri, r.ari);
-  w.bytes(kRejPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmRep& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.put(kRepLocalQkey, r.local_qkey);
-  w.put(kRepLocalQpn, r.local_qpn);
-  w.put(kRepLocalEecn, r.local_eecn);
-  w.put(kRepStartingPsn, r.starting_psn);
-  w.put(kRepResponderResources, r.responder_resources);
-  w.put(kRepInitiatorDepth, r.initiator_depth);
-  w.put(kRepTargetAckDelay, r.target_ack_delay);
-  w.put(kRepFailoverAccepted, r.failover_accepted);
-  w.put(kRepEndToEndFlowControl, r.end_to_end_flow_control);
-  w.put(kRepRnrRetryCount, r.rnr_retry_count);
-  w.put(kRepSrq, r.srq);
-  w.put(kRepLocalCaGuid, r.local_ca_guid);
-  w.bytes(kRepPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmRtu& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.bytes(kRtuPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmDreq& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.put(kDreqRemoteQpnEecn, r.remote_qpn_eecn);
-  w.bytes(kDreqPrivateData, r.private_data);
-}
-
-void encode(Writer& w, const CmDrep& r) {
-  w.put(kLocalCommId, r.local_comm_id);
-  w.put(kRemoteCommId, r.remote_comm_id);
-  w.bytes(kDrepPrivateData, r.private_data);
+template <typename M>
+void encode(Writer& w, const M& r) {
+  fields(r, w);
 }
 
 template <typename T> struct AttrOf;
