@@ -19,6 +19,7 @@
 #include "nd_frontend/cm_agent.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/fixtures/node_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/opcode.h"
@@ -113,20 +114,14 @@ class CmAgentTest : public ::testing::Test {
     static unsigned serial = 0;
     const std::string name = "cm" + std::to_string(serial++);
     capture_ = "/tmp/ndnic-cm-" + std::to_string(getpid()) + "-" + name + ".pcap";
-    uint16_t pa, pb;
-    ASSERT_TRUE(glue::make_ring_pair(name, &pa, &pb));
-    unsigned lcore = 1;
-    for (auto [n, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip;
-      pc.mbufs = 4095;
-      if (n == &a) pc.capture_path = capture_;
-      ASSERT_TRUE(n->port.open(pc)) << n->port.error();
-      nic::DeviceConfig dc;
-      dc.ports = {&n->port};
-      dc.lcores = {lcore++};
-      ASSERT_TRUE(n->dev.open(dc)) << n->dev.error();
+    ndnic::testing::PairSpec spec;
+    spec.name = "cm";
+    spec.ipv4 = {kIpA, kIpB};
+    spec.mbufs = 4095;
+    spec.capture_a = capture_;
+    spec.lcores = {std::vector<unsigned>{1}, std::vector<unsigned>{2}};
+    ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
+    for (Node* n : {&a, &b}) {
       n->pd = n->dev.alloc_pd();
       ASSERT_TRUE(n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(),
                                      nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead,
@@ -143,11 +138,8 @@ class CmAgentTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    for (Node* n : {&a, &b}) {
-      n->cm.reset();
-      n->dev.close();
-      n->port.close();
-    }
+    for (Node* n : {&a, &b}) n->cm.reset();
+    ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
     unlink(capture_.c_str());
   }
 

@@ -31,6 +31,7 @@
 #include "nic/nic.h"
 #include "pmd_glue/arp.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/fixtures/node_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/packet.h"
@@ -241,20 +242,13 @@ struct Node {
 class CmHostileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static unsigned serial = 0;
-    uint16_t pa, pb;
-    ASSERT_TRUE(glue::make_ring_pair("cmh" + std::to_string(serial++), &pa, &pb));
-    unsigned lcore = 1;
-    for (auto [n, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip;
-      pc.mbufs = 4095;
-      ASSERT_TRUE(n->port.open(pc)) << n->port.error();
-      nic::DeviceConfig dc;
-      dc.ports = {&n->port};
-      dc.lcores = {lcore++};
-      ASSERT_TRUE(n->dev.open(dc)) << n->dev.error();
+    ndnic::testing::PairSpec spec;
+    spec.name = "cmh";
+    spec.ipv4 = {kIpA, kIpB};
+    spec.mbufs = 4095;
+    spec.lcores = {std::vector<unsigned>{1}, std::vector<unsigned>{2}};
+    ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
+    for (Node* n : {&a, &b}) {
       n->pd = n->dev.alloc_pd();
       ASSERT_TRUE(n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(),
                                      nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead,
@@ -263,7 +257,7 @@ class CmHostileTest : public ::testing::Test {
       n->rcq = n->dev.create_cq(256);
       n->qp = new_qp(*n);
       ASSERT_NE(n->qp, nullptr);
-      ASSERT_TRUE(n->in.attach(port));
+      ASSERT_TRUE(n->in.attach(n->port.port_id()));
       for (size_t i = 0; i < kIpThird.size(); i++) announce(*n, third(i));
     }
   }

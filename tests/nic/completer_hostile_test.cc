@@ -14,7 +14,7 @@
 
 #include <rte_mbuf.h>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 #include "wire/packet.h"
 
 namespace ndnic::nic::testing {

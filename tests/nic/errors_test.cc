@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
 namespace {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 #include "wire/packet.h"
 #include "wire/pcap_file.h"
 

@@ -5,7 +5,7 @@
 #include <functional>
 #include <vector>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 #include "wire/packet.h"
 
 namespace ndnic::nic::testing {

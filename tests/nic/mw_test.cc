@@ -2,7 +2,7 @@
 #include <cstring>
 
 #include "nic/engine.h"
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
 namespace {

@@ -8,7 +8,8 @@
 
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/node_pair.h"
+#include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
 namespace {
@@ -32,26 +33,20 @@ struct ShardedNode {
 /// `placed`: pair q's QPs run on shard q % kShards at both ends (QpCaps::shard); otherwise
 /// by QPN, which B's spare QP puts one off A's.
 void run_sharded(bool workers, bool placed = false) {
-  static unsigned serial = 0;
-  uint16_t pa, pb;
-  ASSERT_TRUE(glue::make_ring_pair("sh" + std::to_string(serial++), &pa, &pb, kShards));
   ShardedNode a, b;
-  unsigned lcore = 1;
-  for (auto [n, port, ip] : {std::tuple{&a, pa, 0xC6123C01u}, std::tuple{&b, pb, 0xC6123C02u}}) {
-    glue::PortConfig pc;
-    pc.device = std::to_string(port);
-    pc.ipv4 = ip;
-    pc.rx_queues = pc.tx_queues = kShards;
-    pc.mbufs = 16383;
-    ASSERT_TRUE(n->port.open(pc)) << n->port.error();
-    DeviceConfig dc;
-    dc.ports = {&n->port};
-    if (workers) {
-      for (unsigned i = 0; i < kShards; i++) dc.lcores.push_back(lcore++);
-    } else {
-      dc.shards = kShards;
-    }
-    ASSERT_TRUE(n->dev.open(dc)) << n->dev.error();
+  ndnic::testing::PairSpec spec;
+  spec.name = "sh";
+  spec.ipv4 = {0xC6123C01u, 0xC6123C02u};
+  spec.queues = kShards;
+  spec.mbufs = 16383;
+  if (workers) {
+    spec.lcores = {std::vector<unsigned>{1, 2}, std::vector<unsigned>{3, 4}};
+    static_assert(kShards == 2);
+  } else {
+    spec.shards = kShards;
+  }
+  ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
+  for (ShardedNode* n : {&a, &b}) {
     n->pd = n->dev.alloc_pd();
     ASSERT_TRUE(n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(), kAccessLocalWrite | kAccessRemoteWrite, &n->mr));
     n->scq = n->dev.create_cq(8192);
@@ -139,10 +134,7 @@ void run_sharded(bool workers, bool placed = false) {
   }
   EXPECT_EQ(a.dev.counters().dispatch_dropped + b.dev.counters().dispatch_dropped, 0u);
   EXPECT_EQ(b.dev.counters().unknown_qp, 0u);
-  a.dev.close();
-  b.dev.close();
-  a.port.close();
-  b.port.close();
+  ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
 }
 
 TEST(Sharding, TwoShardsPolledByTheCaller) { run_sharded(false); }

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
 namespace {

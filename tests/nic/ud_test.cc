@@ -10,7 +10,8 @@
 
 #include <rte_mbuf.h>
 
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/node_pair.h"
+#include "tests/fixtures/two_nodes.h"
 #include "wire/packet.h"
 #include "wire/pcap_file.h"
 
@@ -342,21 +343,15 @@ TEST_F(Ud, ADatagramWaitingForArpDoesNotHoldBackTheOthers) {
 
 TEST(UdSharded, DatagramsOnEitherQueueReachTheQp) {
   constexpr unsigned kShards = 2;
-  uint16_t pa, pb;
-  ASSERT_TRUE(glue::make_ring_pair("udsh", &pa, &pb, kShards));
   glue::Port peer, port;
   Device dev;
-  for (auto [p, id, ip] : {std::tuple{&peer, pa, 0xC6123D01u}, std::tuple{&port, pb, 0xC6123D02u}}) {
-    glue::PortConfig pc;
-    pc.device = std::to_string(id);
-    pc.ipv4 = ip;
-    pc.rx_queues = pc.tx_queues = kShards;
-    ASSERT_TRUE(p->open(pc)) << p->error();
-  }
-  DeviceConfig dc;
-  dc.ports = {&port};
-  dc.shards = kShards;
-  ASSERT_TRUE(dev.open(dc)) << dev.error();
+  ndnic::testing::PairSpec spec;
+  spec.name = "udsh";
+  spec.ipv4 = {0xC6123D01u, 0xC6123D02u};
+  spec.queues = kShards;
+  spec.shards = kShards;
+  // A raw peer, and the device on the other port.
+  ASSERT_EQ(ndnic::testing::open_pair(spec, {&peer, &port}, {nullptr, &dev}), "");
   const uint32_t pd = dev.alloc_pd();
   std::vector<uint8_t> buf(1 << 20);
   MrKeys mr;
@@ -460,9 +455,7 @@ TEST(UdSharded, DatagramsOnEitherQueueReachTheQp) {
     }
   }
   EXPECT_TRUE(seen);
-  dev.close();
-  port.close();
-  peer.close();
+  ndnic::testing::close_pair({&peer, &port}, {nullptr, &dev});
 }
 
 }  // namespace

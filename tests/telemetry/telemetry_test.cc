@@ -18,7 +18,7 @@
 #include <rte_mbuf.h>
 
 #include "telemetry/telemetry.h"
-#include "tests/nic/two_nodes.h"
+#include "tests/fixtures/two_nodes.h"
 #include "tests/telemetry/client.h"
 #include "wire/packet.h"
 
