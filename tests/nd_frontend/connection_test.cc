@@ -24,6 +24,7 @@
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 #include "tests/drive_mode.h"
+#include "tests/fixtures/node_pair.h"
 
 namespace {
 
@@ -83,53 +84,34 @@ std::vector<ND_RESULT*> results(INDCompletionQueue* cq, size_t n, int ms = kWait
   return out;
 }
 
-struct Side {
+/// The adapter, CQ, connector, endpoint and registered buffer (NdEnd) on a device and its port.
+struct Side : ndnic::testing::NdEnd {
   glue::Port port;
   nic::Device dev;
   bool registered = false;
-  INDAdapter* adapter = nullptr;
-  INDCompletionQueue* cq = nullptr;
-  INDConnector* conn = nullptr;
-  INDEndpoint* ep = nullptr;
   std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 16);
-  ND_MR_HANDLE mr = nullptr;
   std::vector<IUnknown*> extra;  ///< connectors, endpoints, listeners a test made: released first
 };
 
 class NdConn : public ::testing::Test {
  protected:
   void SetUp() override {
-    static unsigned n = 0;
-    uint16_t pa, pb;
-    ASSERT_TRUE(glue::make_ring_pair("ndc" + std::to_string(n++), &pa, &pb));
+    ndnic::testing::PairSpec spec;
+    spec.name = "ndc";
+    spec.ipv4 = {kIpA, kIpB};
     unsigned lcore = 1;
-    for (auto [s, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip;
-      ASSERT_TRUE(s->port.open(pc)) << s->port.error();
-      nic::DeviceConfig dc;
-      dc.ports = {&s->port};
-      dc.lcores = ndnic::testing::device_lcores(&lcore);
-      ASSERT_TRUE(s->dev.open(dc)) << s->dev.error();
-    }
+    spec.lcores[0] = ndnic::testing::device_lcores(&lcore);
+    spec.lcores[1] = ndnic::testing::device_lcores(&lcore);
+    ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
   }
 
   void TearDown() override {
     for (Side* s : {&a, &b}) {
       for (auto it = s->extra.rbegin(); it != s->extra.rend(); ++it) (*it)->Release();
-      if (s->ep) s->ep->Release();
-      if (s->conn) s->conn->Release();
-      if (s->mr) {
-        OVERLAPPED ov{};
-        s->adapter->DeregisterMemory(s->mr, &ov);
-      }
-      if (s->cq) s->cq->Release();
-      if (s->adapter) s->adapter->Release();
+      ndnic::testing::release_nd(*s);
       if (s->registered) nd::unregister_adapter(&s->port);
-      s->dev.close();
-      s->port.close();
     }
+    ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
   }
 
   /// Starts the side's CM agent and opens its adapter with a CQ, a connector, an endpoint on
@@ -137,14 +119,10 @@ class NdConn : public ::testing::Test {
   void up(Side& s, const nd::CmConfig& cm = cm_config()) {
     ASSERT_TRUE(nd::register_adapter(&s.dev, &s.port, &cm));
     s.registered = true;
-    const sockaddr_in at = address(s.port.ipv4(), 0);
-    ASSERT_EQ(NdOpenV1Adapter(sa(at), sizeof at, &s.adapter), ND_SUCCESS);
-    ASSERT_EQ(s.adapter->CreateCompletionQueue(256, &s.cq), ND_SUCCESS);
-    ASSERT_EQ(s.adapter->CreateConnector(&s.conn), ND_SUCCESS);
-    ASSERT_EQ(s.conn->CreateEndpoint(s.cq, s.cq, kEntries, kEntries, 2, 2, 4, 4, nullptr, &s.ep), ND_SUCCESS);
-    OVERLAPPED ov{};
-    ASSERT_EQ(s.adapter->RegisterMemory(s.buf.data(), s.buf.size(), &ov, &s.mr), ND_SUCCESS);
-    ASSERT_EQ(wait(s.adapter, &ov), ND_SUCCESS);
+    ndnic::testing::NdSpec nd;
+    nd.depth = kEntries;
+    nd.sge = 2;
+    ASSERT_EQ(ndnic::testing::open_nd(s.port, s.buf, nd, &s), "");
   }
   void up_both() {
     ASSERT_NO_FATAL_FAILURE(up(a));

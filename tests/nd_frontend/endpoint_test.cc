@@ -18,20 +18,17 @@
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 #include "tests/drive_mode.h"
+#include "tests/fixtures/node_pair.h"
 
 namespace {
 
 using namespace ndnic;
 
-struct Side {
+/// The adapter, CQ, connector, endpoint and registered buffer (NdEnd) on a device and its port.
+struct Side : ndnic::testing::NdEnd {
   glue::Port port;
   nic::Device dev;
-  INDAdapter* adapter = nullptr;
-  INDCompletionQueue* cq = nullptr;
-  INDConnector* conn = nullptr;
-  INDEndpoint* ep = nullptr;
   std::vector<uint8_t> buf = std::vector<uint8_t>(1 << 20);
-  ND_MR_HANDLE mr = nullptr;
   OVERLAPPED notify_ov{};  ///< a NotifyDisconnect that may still be pending at TearDown
 };
 
@@ -41,49 +38,28 @@ class Nd : public ::testing::Test {
   static constexpr SIZE_T kSge = 4;
 
   void SetUp() override {
-    static unsigned n = 0;
-    uint16_t pa, pb;
-    ASSERT_TRUE(glue::make_ring_pair("nd" + std::to_string(n++), &pa, &pb));
+    ndnic::testing::PairSpec spec;
+    spec.name = "nd";
+    spec.ipv4 = {0xC6124601u, 0xC6124602u};
     unsigned lcore = 1;
-    for (auto [s, port, ip] : {std::tuple{&a, pa, 0xC6124601u}, std::tuple{&b, pb, 0xC6124602u}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip;
-      ASSERT_TRUE(s->port.open(pc)) << s->port.error();
-      nic::DeviceConfig dc;
-      dc.ports = {&s->port};
-      dc.lcores = ndnic::testing::device_lcores(&lcore);
-      ASSERT_TRUE(s->dev.open(dc)) << s->dev.error();
-      nd::register_adapter(&s->dev, &s->port);
-      sockaddr_in sa{};
-      sa.sin_family = AF_INET;
-      sa.sin_addr.s_addr = htonl(ip);
-      ASSERT_EQ(NdOpenV1Adapter(reinterpret_cast<sockaddr*>(&sa), sizeof sa, &s->adapter), ND_SUCCESS);
-      ASSERT_EQ(s->adapter->CreateCompletionQueue(256, &s->cq), ND_SUCCESS);
-      ASSERT_EQ(s->adapter->CreateConnector(&s->conn), ND_SUCCESS);
-      ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
-                ND_SUCCESS);
-      OVERLAPPED ov{};
-      ASSERT_EQ(s->adapter->RegisterMemory(s->buf.data(), s->buf.size(), &ov, &s->mr), ND_SUCCESS);
-      SIZE_T bytes;
-      ASSERT_EQ(s->adapter->GetOverlappedResult(&ov, &bytes, TRUE), ND_SUCCESS);
+    spec.lcores[0] = ndnic::testing::device_lcores(&lcore);
+    spec.lcores[1] = ndnic::testing::device_lcores(&lcore);
+    ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
+    ndnic::testing::NdSpec nd;
+    nd.depth = kEntries;
+    nd.sge = kSge;
+    for (Side* s : {&a, &b}) {
+      ASSERT_TRUE(nd::register_adapter(&s->dev, &s->port));
+      ASSERT_EQ(ndnic::testing::open_nd(s->port, s->buf, nd, s), "");
     }
   }
 
   void TearDown() override {
     for (Side* s : {&a, &b}) {
-      if (s->ep) s->ep->Release();
-      if (s->conn) s->conn->Release();
-      if (s->mr) {
-        OVERLAPPED ov{};
-        s->adapter->DeregisterMemory(s->mr, &ov);
-      }
-      if (s->cq) s->cq->Release();
-      if (s->adapter) s->adapter->Release();
+      ndnic::testing::release_nd(*s);
       nd::unregister_adapter(&s->port);
-      s->dev.close();
-      s->port.close();
     }
+    ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
   }
 
   void connect() { ASSERT_EQ(nd::connect_endpoints_for_test(a.ep, b.ep), ND_SUCCESS); }
