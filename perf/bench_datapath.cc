@@ -31,6 +31,7 @@
 #include "nic/engine.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/fixtures/node_pair.h"
 #include "wire/packet.h"
 
 namespace ndnic::nic {
@@ -97,30 +98,14 @@ struct Pair {
   std::string error;
 
   Pair() {
-    uint16_t pa, pb;
-    if (!glue::make_ring_pair("bench_dp", &pa, &pb)) {
-      error = "make_ring_pair failed";
-      return;
-    }
-    uint8_t last_mac_byte = 1;
-    for (auto [n, port, ip] : {std::tuple{&a, pa, kIpA}, std::tuple{&b, pb, kIpB}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip;
-      // net_ring ports have no address of their own (all zero), and the QPs are given their
-      // peer's MAC rather than resolving it: distinct, locally administered ones.
-      pc.mac = {{0x02, 0, 0, 0, 0x52, last_mac_byte++}};
-      pc.mbufs = 8191;  // the pass's prebuilt frames, both rings and the TX batches at once
-      if (!n->port.open(pc)) {
-        error = n->port.error();
-        return;
-      }
-      DeviceConfig dc;
-      dc.ports = {&n->port};
-      if (!n->dev.open(dc)) {
-        error = n->dev.error();
-        return;
-      }
+    ndnic::testing::PairSpec spec;
+    spec.name = "bench_dp";
+    spec.ipv4 = {kIpA, kIpB};
+    spec.macs = true;     // the QPs are given their peer's MAC rather than resolving it
+    spec.mbufs = 8191;    // the pass's prebuilt frames, both rings and the TX batches at once
+    error = ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev});
+    if (!error.empty()) return;
+    for (Node* n : {&a, &b}) {
       n->pd = n->dev.alloc_pd();
       n->scq = n->dev.create_cq(kQueueDepth);
       n->rcq = n->dev.create_cq(kQueueDepth);
@@ -132,12 +117,7 @@ struct Pair {
     }
     for (uint32_t i = 0; i < kBufSize; i++) a.buf[i] = uint8_t(i * 7);
   }
-  ~Pair() {
-    for (Node* n : {&a, &b}) {
-      n->dev.close();
-      n->port.close();
-    }
-  }
+  ~Pair() { ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev}); }
 
   /// Fresh QPs, connected (MACs given, so no ARP), with nothing in flight: every benchmark
   /// run starts from the same state whatever the previous one left.

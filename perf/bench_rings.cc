@@ -32,6 +32,7 @@
 #include "nic/nic.h"
 #include "nic/qp_impl.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/fixtures/node_pair.h"
 
 namespace ndnic::nic {
 namespace {
@@ -54,27 +55,15 @@ struct Local {
   Cq* scq = nullptr;
   Cq* rcq = nullptr;
   Qp* qp = nullptr;
+  glue::Port peer;  ///< the pair's other port: nothing runs there
   std::string error;
 
   Local() {
-    uint16_t pa, pb;
-    if (!glue::make_ring_pair("bench_rings_local", &pa, &pb)) {
-      error = "make_ring_pair failed";
-      return;
-    }
-    glue::PortConfig pc;
-    pc.device = std::to_string(pa);
-    pc.ipv4 = 0xC6125001;  // 198.18.80.1
-    if (!port.open(pc)) {
-      error = port.error();
-      return;
-    }
-    DeviceConfig dc;
-    dc.ports = {&port};
-    if (!dev.open(dc)) {
-      error = dev.error();
-      return;
-    }
+    ndnic::testing::PairSpec spec;
+    spec.name = "br_local";
+    spec.ipv4 = {0xC6125001, 0xC6125002};  // 198.18.80.1, .2
+    error = ndnic::testing::open_pair(spec, {&port, &peer}, {&dev, nullptr});
+    if (!error.empty()) return;
     pd = dev.alloc_pd();
     scq = dev.create_cq(kRingEntries);
     rcq = dev.create_cq(kRingEntries);
@@ -91,10 +80,7 @@ struct Local {
     qp = dev.create_qp(caps);
     if (!qp || !qp->modify(QpState::kInit, {})) error = "QP setup failed";
   }
-  ~Local() {
-    dev.close();
-    port.close();
-  }
+  ~Local() { ndnic::testing::close_pair({&port, &peer}, {&dev, nullptr}); }
 
   SendWr send_wr(uint64_t id) const {
     SendWr wr{};
@@ -221,16 +207,12 @@ constexpr SIZE_T kNdCqEntries = 1024;
 // (nanoseconds) is timed: a fixed number of iterations keeps the wall time bounded.
 constexpr int64_t kNdIterations = 4000;
 
-/// One ND side: port, device in poll mode, adapter, CQ, connector, endpoint, registered buffer.
-struct NdSide {
+/// One ND side: port, device in poll mode, and its adapter, CQ, connector, endpoint and
+/// registered buffer (NdEnd).
+struct NdSide : ndnic::testing::NdEnd {
   glue::Port port;
   Device dev;
-  INDAdapter* adapter = nullptr;
-  INDCompletionQueue* cq = nullptr;
-  INDConnector* conn = nullptr;
-  INDEndpoint* ep = nullptr;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
-  ND_MR_HANDLE mr = nullptr;
   bool registered = false;
 };
 
@@ -245,42 +227,23 @@ struct NdPair {
 
   NdPair() {
     lcore = rte_get_next_lcore(-1, 1, 0);  // the first worker lcore, if any (see start())
-    uint16_t pa, pb;
-    if (!glue::make_ring_pair("bench_rings_nd", &pa, &pb)) {
-      error = "make_ring_pair failed";
-      return;
-    }
-    uint32_t ip = 0xC6125101;  // 198.18.81.1, .2
-    for (auto [s, port] : {std::pair{&a, pa}, std::pair{&b, pb}}) {
-      glue::PortConfig pc;
-      pc.device = std::to_string(port);
-      pc.ipv4 = ip++;
-      if (!s->port.open(pc)) {
-        error = s->port.error();
-        return;
-      }
-      DeviceConfig dc;
-      dc.ports = {&s->port};
-      if (!s->dev.open(dc)) {
-        error = s->dev.error();
-        return;
-      }
+    ndnic::testing::PairSpec spec;
+    spec.name = "br_nd";
+    spec.ipv4 = {0xC6125101, 0xC6125102};  // 198.18.81.1, .2
+    error = ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev});
+    if (!error.empty()) return;
+    ndnic::testing::NdSpec nd;
+    nd.cq_entries = kNdCqEntries;
+    nd.depth = kNdDepth;
+    nd.sge = nd.read_limit = 1;
+    for (NdSide* s : {&a, &b}) {
       s->registered = nd::register_adapter(&s->dev, &s->port);
-      sockaddr_in sa{};
-      sa.sin_family = AF_INET;
-      sa.sin_addr.s_addr = htonl(s->port.ipv4());
-      OVERLAPPED ov{};
-      SIZE_T bytes;
-      if (!s->registered ||
-          NdOpenV1Adapter(reinterpret_cast<sockaddr*>(&sa), sizeof sa, &s->adapter) != ND_SUCCESS ||
-          s->adapter->CreateCompletionQueue(kNdCqEntries, &s->cq) != ND_SUCCESS ||
-          s->adapter->CreateConnector(&s->conn) != ND_SUCCESS ||
-          s->conn->CreateEndpoint(s->cq, s->cq, kNdDepth, kNdDepth, 1, 1, 1, 1, nullptr, &s->ep) != ND_SUCCESS ||
-          s->adapter->RegisterMemory(s->buf.data(), s->buf.size(), &ov, &s->mr) != ND_SUCCESS ||
-          s->adapter->GetOverlappedResult(&ov, &bytes, TRUE) != ND_SUCCESS) {
-        error = "ND setup failed";
+      if (!s->registered) {
+        error = "register_adapter failed";
         return;
       }
+      error = ndnic::testing::open_nd(s->port, s->buf, nd, s);
+      if (!error.empty()) return;
     }
     if (nd::connect_endpoints_for_test(a.ep, b.ep) != ND_SUCCESS) error = "connecting the endpoints failed";
   }
@@ -288,18 +251,10 @@ struct NdPair {
   ~NdPair() {
     stop();
     for (NdSide* s : {&a, &b}) {
-      if (s->ep) s->ep->Release();
-      if (s->conn) s->conn->Release();
-      if (s->mr) {
-        OVERLAPPED ov{};
-        s->adapter->DeregisterMemory(s->mr, &ov);
-      }
-      if (s->cq) s->cq->Release();
-      if (s->adapter) s->adapter->Release();
+      ndnic::testing::release_nd(*s);
       if (s->registered) nd::unregister_adapter(&s->port);
-      s->dev.close();
-      s->port.close();
     }
+    ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
   }
 
   static int poll_both(void* arg) {
