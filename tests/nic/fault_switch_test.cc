@@ -14,7 +14,7 @@
 
 #include "nic/fault.h"
 #include "pmd_glue/pmd_glue.h"
-#include "tests/unit/packet_builder.h"
+#include "tests/fixtures/packet_builder.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
 

@@ -3,7 +3,7 @@
 
 #include <random>
 
-#include "tests/unit/packet_builder.h"
+#include "tests/fixtures/packet_builder.h"
 #include "wire/icrc.h"
 #include "wire/icrc_prefix.h"
 #include "wire/packet.h"
