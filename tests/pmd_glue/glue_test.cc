@@ -24,7 +24,7 @@
 #include <rte_mbuf.h>
 
 #include "pmd_glue/pmd_glue.h"
-#include "tests/integration/frames.h"
+#include "tests/pmd_glue/frames.h"
 #include "wire/pcap_file.h"
 
 namespace {

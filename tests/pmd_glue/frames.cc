@@ -1,4 +1,4 @@
-#include "tests/integration/frames.h"
+#include "tests/pmd_glue/frames.h"
 
 #include <cstdio>
 #include <cstring>
