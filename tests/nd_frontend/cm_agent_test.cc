@@ -20,6 +20,7 @@
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 #include "tests/fixtures/node_pair.h"
+#include "tests/nd_frontend/cm_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/opcode.h"
@@ -60,55 +61,9 @@ bool starts_with(const std::vector<uint8_t>& data, const std::vector<uint8_t>& p
   return data.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), data.begin());
 }
 
-/// One connection's events, as an ND connector would queue them for its OVERLAPPED requests.
-class Events {
- public:
-  CmCallback cb() {
-    return [this](const CmEvent& e) {
-      std::lock_guard lk(mu_);
-      evs_.push_back(e);
-      cv_.notify_all();
-    };
-  }
-  /// The first event of this kind, waiting up to ms for it.
-  bool wait(CmEventKind k, CmEvent* out = nullptr, int ms = kWaitMs) {
-    std::unique_lock lk(mu_);
-    const bool got = cv_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return find(k) != nullptr; });
-    if (got && out) *out = *find(k);
-    return got;
-  }
-  std::string kinds() {
-    std::lock_guard lk(mu_);
-    std::string s;
-    for (const CmEvent& e : evs_) s += std::string(cm_event_name(e.kind)) + " ";
-    return s;
-  }
+using Node = CmNode;
 
- private:
-  const CmEvent* find(CmEventKind k) const {
-    for (const CmEvent& e : evs_)
-      if (e.kind == k) return &e;
-    return nullptr;
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<CmEvent> evs_;
-};
-
-struct Node {
-  glue::Port port;
-  nic::Device dev;
-  uint32_t pd = 0;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
-  nic::MrKeys mr;
-  nic::Cq* scq = nullptr;
-  nic::Cq* rcq = nullptr;
-  nic::Qp* qp = nullptr;
-  std::unique_ptr<CmAgent> cm;
-  Events ev;
-};
-
-class CmAgentTest : public ::testing::Test {
+class CmAgentTest : public CmPairTest<CmNode> {
  protected:
   void SetUp() override {
     static unsigned serial = 0;
@@ -153,76 +108,7 @@ class CmAgentTest : public ::testing::Test {
     ASSERT_TRUE(b.cm->start()) << b.cm->error();
   }
 
-  /// A connects to B, B accepts; both see kEstablished.
-  void establish(CmConnId* ida, CmConnId* idb, bool defer_rtu = false) {
-    const uint16_t port = b.cm->listen(0);
-    ASSERT_NE(port, 0);
-    CmConnectParams p;
-    p.qp = a.qp;
-    p.dest_ipv4 = kIpB;
-    p.dest_port = port;
-    p.defer_rtu = defer_rtu;
-    *ida = a.cm->connect(p, a.ev.cb());
-    ASSERT_NE(*ida, 0u);
-    CmRequest r;
-    ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
-    *idb = r.conn;
-    CmAcceptParams ap;
-    ap.qp = b.qp;
-    ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-    if (defer_rtu) return;
-    ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-    ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
-  }
-
-  bool wait_cq(nic::Cq* cq, nic::Completion* out, int ms = kWaitMs) {
-    const auto end = Clock::now() + std::chrono::milliseconds(ms);
-    while (Clock::now() < end) {
-      if (cq->poll(out, 1) == 1) return true;
-      std::this_thread::sleep_for(100us);
-    }
-    return false;
-  }
-
-  nic::SendWr wr(Node& from, nic::WrOpcode op, uint64_t off, uint32_t len, uint64_t id) {
-    nic::SendWr w{};
-    w.wr_id = id;
-    w.opcode = op;
-    w.flags = nic::kWrSignaled;
-    w.num_sge = 1;
-    w.sge[0] = {reinterpret_cast<uint64_t>(from.buf.data() + off), len, from.mr.lkey};
-    return w;
-  }
-
-  nic::RecvWr recv(Node& on, uint64_t off, uint32_t len, uint64_t id) {
-    nic::RecvWr r{};
-    r.wr_id = id;
-    r.num_sge = 1;
-    r.sge[0] = {reinterpret_cast<uint64_t>(on.buf.data() + off), len, on.mr.lkey};
-    return r;
-  }
-
-  /// A SEND A -> B and an RDMA WRITE B -> A over the connected QPs.
-  void traffic() {
-    for (size_t i = 0; i < 4000; i++) a.buf[i] = uint8_t(i * 7);
-    for (size_t i = 0; i < 3000; i++) b.buf[8192 + i] = uint8_t(i * 13 + 1);
-    ASSERT_TRUE(b.qp->post_recv(recv(b, 32768, 8192, 1)));
-    ASSERT_TRUE(a.qp->post_send(wr(a, nic::WrOpcode::kSend, 0, 4000, 2)));
-    nic::Completion c;
-    ASSERT_TRUE(wait_cq(a.scq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
-    ASSERT_TRUE(wait_cq(b.rcq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess);
-    EXPECT_EQ(c.byte_len, 4000u);
-    EXPECT_EQ(0, std::memcmp(a.buf.data(), b.buf.data() + 32768, 4000));
-    nic::SendWr w = wr(b, nic::WrOpcode::kWrite, 8192, 3000, 3);
-    w.remote_addr = reinterpret_cast<uint64_t>(a.buf.data() + 16384);
-    w.rkey = a.mr.rkey;
-    ASSERT_TRUE(b.qp->post_send(w));
-    ASSERT_TRUE(wait_cq(b.scq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
-    EXPECT_EQ(0, std::memcmp(b.buf.data() + 8192, a.buf.data() + 16384, 3000));
-  }
+  void traffic() { CmPairTest::traffic(2000, 1500); }
 
   /// Waits until the QP is in `s` (the agent moves it on its own thread).
   static bool qp_reaches(nic::Qp* qp, nic::QpState s, int ms = kWaitMs) {
@@ -233,7 +119,6 @@ class CmAgentTest : public ::testing::Test {
     return true;
   }
 
-  Node a, b;
   std::string capture_;
 };
 
@@ -274,8 +159,8 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
   ap.initiator_depth = 4;      // clamped to the REQ's responder resources (3)
   ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
   CmEvent ea, eb;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished, &ea)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished, &eb)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished, kCmWaitMs, &ea)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished, kCmWaitMs, &eb)) << b.ev.kinds();
   EXPECT_EQ(ea.conn, ida);
   EXPECT_EQ(ea.private_data.size(), kCmAcceptDataLen);
   EXPECT_TRUE(starts_with(ea.private_data, hello_b));
@@ -330,7 +215,7 @@ TEST_F(CmAgentTest, NobodyListeningIsRefusedWithInvalidServiceId) {
   p.dest_port = 4242;
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   CmEvent e;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kRefused, &e)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kRefused, kCmWaitMs, &e)) << a.ev.kinds();
   EXPECT_EQ(e.reject_reason, cm::kRejInvalidServiceId);
   EXPECT_EQ(a.qp->state(), nic::QpState::kInit) << "left for another try";
   EXPECT_EQ(b.cm->counters().rejects_sent, 1u);
@@ -353,7 +238,7 @@ TEST_F(CmAgentTest, ConsumerRejectCarriesPrivateData) {
   ap.qp = b.qp;
   EXPECT_FALSE(b.cm->accept(r.conn, ap, {})) << "already answered";
   CmEvent e;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kRejected, &e)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << a.ev.kinds();
   EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
   EXPECT_EQ(e.private_data.size(), kCmRejectDataLen);
   EXPECT_TRUE(starts_with(e.private_data, why));
@@ -451,7 +336,7 @@ TEST_F(CmAgentTest, DeferredRtuForNdCompleteConnect) {
   ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
   EXPECT_EQ(a.cm->state(ida), CmState::kRepRcvd);
   EXPECT_EQ(a.qp->state(), nic::QpState::kRtr);
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, nullptr, 50)) << "no RTU yet";
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, 50)) << "no RTU yet";
   ASSERT_TRUE(a.cm->complete_connect(ida));
   ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
   ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
@@ -500,7 +385,7 @@ TEST_F(CmAgentTest, PeerThatVanishesStillEndsTheDisconnect) {
   ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
   EXPECT_GE(Clock::now() - t0, 390ms) << "after the DREQ's retries";
   EXPECT_EQ(a.qp->state(), nic::QpState::kError);
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, nullptr, 0));
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, 0));
 }
 
 // ---- giving up before the RTU (ND Reject / Release on the active side) ---------------------
@@ -517,11 +402,11 @@ TEST_F(CmAgentTest, ActiveSideRejectsTheRep) {
   EXPECT_FALSE(a.cm->reject(ida, {})) << "once";
   EXPECT_FALSE(a.cm->complete_connect(ida));
   CmEvent e;
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, &e)) << b.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
   EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
   EXPECT_TRUE(starts_with(e.private_data, why));
   EXPECT_TRUE(qp_reaches(b.qp, nic::QpState::kError));
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, nullptr, 0));
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, 0));
 }
 
 TEST_F(CmAgentTest, DisconnectBeforeCompleteConnectIsAReject) {
@@ -534,7 +419,7 @@ TEST_F(CmAgentTest, DisconnectBeforeCompleteConnectIsAReject) {
   // Linux cm_destroy_id in REP_RCVD: a consumer REJ, which ends B's accept at once (not a
   // DREQ, and not B's REP retries running out: kDisconnected or kTimeout).
   CmEvent e;
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, &e)) << b.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
   EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
   EXPECT_EQ(a.qp->state(), nic::QpState::kError);
 }
@@ -555,7 +440,7 @@ TEST_F(CmAgentTest, LostRejOfTheRepIsSentAgain) {
   ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
   ASSERT_TRUE(a.cm->reject(ida, {}));
   ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected)) << b.ev.kinds();
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kTimeout, nullptr, 0));
+  EXPECT_FALSE(b.ev.wait(CmEventKind::kTimeout, 0));
   EXPECT_GE(rejs.load(), 2);
   EXPECT_GE(b.cm->counters().retransmits, 1u) << "the REP again";
   EXPECT_GE(a.cm->counters().duplicates, 1u) << "the REJ again, from TIMEWAIT";
@@ -612,7 +497,7 @@ TEST_F(CmAgentTest, DetachedConnectionLeavesTheQpAlone) {
   ASSERT_TRUE(a.cm->disconnect(ida));
   ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
   EXPECT_EQ(a.qp->state(), nic::QpState::kRts) << "the agent no longer moves it";
-  EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnectDone, nullptr, 200)) << "nor calls back";
+  EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnectDone, 200)) << "nor calls back";
 }
 
 // ---- on the wire --------------------------------------------------------------------------

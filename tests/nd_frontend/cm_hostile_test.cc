@@ -32,6 +32,7 @@
 #include "pmd_glue/arp.h"
 #include "pmd_glue/pmd_glue.h"
 #include "tests/fixtures/node_pair.h"
+#include "tests/nd_frontend/cm_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/packet.h"
@@ -189,57 +190,14 @@ class Injector {
   uint16_t port_ = 0;
 };
 
-/// One connection's events, as an ND connector would queue them for its OVERLAPPED requests.
-class Events {
- public:
-  CmCallback cb() {
-    return [this](const CmEvent& e) {
-      std::lock_guard lk(mu_);
-      evs_.push_back(e);
-      cv_.notify_all();
-    };
-  }
-  bool wait(CmEventKind k, int ms = kWaitMs, CmEvent* out = nullptr) {
-    std::unique_lock lk(mu_);
-    const bool got = cv_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return find(k) != nullptr; });
-    if (got && out) *out = *find(k);
-    return got;
-  }
-  std::string kinds() {
-    std::lock_guard lk(mu_);
-    std::string s;
-    for (const CmEvent& e : evs_) s += std::string(cm_event_name(e.kind)) + " ";
-    return s;
-  }
-
- private:
-  const CmEvent* find(CmEventKind k) const {
-    for (const CmEvent& e : evs_)
-      if (e.kind == k) return &e;
-    return nullptr;
-  }
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<CmEvent> evs_;
-};
-
-struct Node {
-  glue::Port port;
-  nic::Device dev;
-  uint32_t pd = 0;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
-  nic::MrKeys mr;
-  nic::Cq* scq = nullptr;
-  nic::Cq* rcq = nullptr;
-  nic::Qp* qp = nullptr;
-  std::unique_ptr<CmAgent> cm;
-  Events ev;
+/// An end, and what the test injects into its port.
+struct Node : CmNode {
   Injector in;
   uint64_t injected = 0;   ///< MADs injected into this node so far
   size_t most_conns = 0;   ///< the most connection records seen at a check
 };
 
-class CmHostileTest : public ::testing::Test {
+class CmHostileTest : public CmPairTest<Node> {
  protected:
   void SetUp() override {
     ndnic::testing::PairSpec spec;
@@ -355,70 +313,7 @@ class CmHostileTest : public ::testing::Test {
 
   // ---- a connection and traffic over it -------------------------------------------------
 
-  void establish(CmConnId* ida, CmConnId* idb, bool defer_rtu = false) {
-    const uint16_t port = b.cm->listen(0);
-    ASSERT_NE(port, 0);
-    CmConnectParams p;
-    p.qp = a.qp;
-    p.dest_ipv4 = kIpB;
-    p.dest_port = port;
-    p.defer_rtu = defer_rtu;
-    *ida = a.cm->connect(p, a.ev.cb());
-    ASSERT_NE(*ida, 0u);
-    CmRequest r;
-    ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
-    *idb = r.conn;
-    CmAcceptParams ap;
-    ap.qp = b.qp;
-    ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-    if (defer_rtu) return;
-    ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-    ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
-  }
-
-  bool wait_cq(nic::Cq* cq, nic::Completion* out, int ms = kWaitMs) {
-    const auto end = Clock::now() + std::chrono::milliseconds(ms);
-    while (Clock::now() < end) {
-      if (cq->poll(out, 1) == 1) return true;
-      std::this_thread::sleep_for(100us);
-    }
-    return false;
-  }
-
-  nic::SendWr wr(Node& from, nic::WrOpcode op, uint64_t off, uint32_t len, uint64_t id) {
-    nic::SendWr w{};
-    w.wr_id = id;
-    w.opcode = op;
-    w.flags = nic::kWrSignaled;
-    w.num_sge = 1;
-    w.sge[0] = {reinterpret_cast<uint64_t>(from.buf.data() + off), len, from.mr.lkey};
-    return w;
-  }
-
-  /// A SEND A -> B and an RDMA WRITE B -> A over the connected QPs.
-  void traffic() {
-    for (size_t i = 0; i < 2000; i++) a.buf[i] = uint8_t(i * 7);
-    for (size_t i = 0; i < 1500; i++) b.buf[8192 + i] = uint8_t(i * 13 + 1);
-    nic::RecvWr r{};
-    r.wr_id = 1;
-    r.num_sge = 1;
-    r.sge[0] = {reinterpret_cast<uint64_t>(b.buf.data() + 32768), 4096, b.mr.lkey};
-    ASSERT_TRUE(b.qp->post_recv(r));
-    ASSERT_TRUE(a.qp->post_send(wr(a, nic::WrOpcode::kSend, 0, 2000, 2)));
-    nic::Completion c;
-    ASSERT_TRUE(wait_cq(a.scq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
-    ASSERT_TRUE(wait_cq(b.rcq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
-    EXPECT_EQ(0, std::memcmp(a.buf.data(), b.buf.data() + 32768, 2000));
-    nic::SendWr w = wr(b, nic::WrOpcode::kWrite, 8192, 1500, 3);
-    w.remote_addr = reinterpret_cast<uint64_t>(a.buf.data() + 16384);
-    w.rkey = a.mr.rkey;
-    ASSERT_TRUE(b.qp->post_send(w));
-    ASSERT_TRUE(wait_cq(b.scq, &c));
-    EXPECT_EQ(c.status, nic::WcStatus::kSuccess) << nic::wc_status_name(c.status);
-    EXPECT_EQ(0, std::memcmp(b.buf.data() + 8192, a.buf.data() + 16384, 1500));
-  }
+  void traffic() { CmPairTest::traffic(4000, 3000); }
 
   /// Both ends still established, told nothing but that, and carrying data; then a real
   /// disconnect still works.
@@ -456,10 +351,9 @@ class CmHostileTest : public ::testing::Test {
     nd_objects_.clear();
   }
 
-  Node a, b;
   /// Events of connections a test starts beside a.ev and b.ev: an agent delivers events until
   /// TearDown stops it, after the test body's locals are gone.
-  std::deque<Events> more_events_;
+  std::deque<CmEvents> more_events_;
   Node* registered_ = nullptr;
   std::vector<IUnknown*> nd_objects_;  ///< released in reverse, adapter last
 };
@@ -593,7 +487,7 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
   ASSERT_NE(port, 0);
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
-  Events& ev2 = more_events_.emplace_back();  // outlives the agents that call it
+  CmEvents& ev2 = more_events_.emplace_back();  // outlives the agents that call it
   CmConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
@@ -633,7 +527,7 @@ TEST_F(CmHostileTest, RequestNobodyAnswersIsRefusedWithTimeout) {
   // Taken and never answered: a late accept fails rather than answer a peer that was refused.
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
-  Events& ev2 = more_events_.emplace_back();  // outlives the agents that call it
+  CmEvents& ev2 = more_events_.emplace_back();  // outlives the agents that call it
   p.qp = second;
   ASSERT_NE(a.cm->connect(p, ev2.cb()), 0u);
   CmRequest r;
@@ -905,7 +799,7 @@ TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
   ASSERT_EQ(ad->Listen(2, 0, 0, &assigned, &l), ND_SUCCESS);
   keep(l);
   CmAgent* agent = static_cast<NdAdapter*>(ad)->cm();
-  std::vector<Events*> evs;  // in the fixture: the agents may still call them after the test
+  std::vector<CmEvents*> evs;  // in the fixture: the agents may still call them after the test
   for (int i = 0; i < 4; i++) evs.push_back(&more_events_.emplace_back());
   const uint64_t before = agent->counters().mads_received;
   for (size_t i = 0; i < evs.size(); i++) {
