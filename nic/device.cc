@@ -29,8 +29,6 @@ std::string unique_name(const char* what) {
   return std::string("ndnic_") + what + "_" + std::to_string(g_serial++);
 }
 
-void add(QpCounters& to, const QpCounters& c) { glue::add_counters(to, c); }
-
 int worker_main(void* arg) {
   auto* s = static_cast<Shard*>(arg);
   if (s->dev->qsbr) {
@@ -356,7 +354,7 @@ void Device::destroy_qp(Qp* handle) {
   std::lock_guard lock(qps_mutex_);
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
-      add(retired_, qp->counters);  // detached: no lcore writes them any more
+      glue::add_counters(retired_, qp->counters);  // detached: no lcore writes them any more
       rte_ring_free(qp->send_ring);
       rte_ring_free(qp->recv_ring);
       delete qp->migrate;
@@ -395,7 +393,7 @@ QpCounters Device::qp_totals() const {
   std::lock_guard lock(qps_mutex_);
   QpCounters sum = retired_;
   if (impl_)
-    for (const auto& qp : impl_->qps) add(sum, qp->counters);
+    for (const auto& qp : impl_->qps) glue::add_counters(sum, qp->counters);
   return sum;
 }
 

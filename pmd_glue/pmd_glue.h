@@ -10,10 +10,10 @@
 #include <utility>
 #include <vector>
 
-#include "pmd_glue/counters.h"
-
 #include <rte_ether.h>
 #include <rte_mbuf_core.h>
+
+#include "pmd_glue/counters.h"
 
 struct rte_mbuf;
 struct rte_mempool;
