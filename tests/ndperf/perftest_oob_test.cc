@@ -31,7 +31,7 @@ Dest sample_dest() {
   d.psn = 0xabcdef;
   d.rkey = 0x1234abcd;
   d.vaddr = 0x00007f00deadbeefULL;
-  d.gid = ipv4_mapped_gid(0xc6120002);  // 198.18.0.2
+  d.gid = raw_qp::ipv4_mapped_gid(0xc6120002);  // 198.18.0.2
   d.srqn = 0;
   return d;
 }
@@ -56,7 +56,7 @@ TEST(PerftestKeyLine, ParsesPerftestsLine) {
   const std::optional<Dest> d = parse_key_line(wire, &why);
   ASSERT_TRUE(d) << why;
   EXPECT_EQ(*d, sample_dest());
-  EXPECT_EQ(gid_ipv4(d->gid), 0xc6120002u);
+  EXPECT_EQ(raw_qp::gid_ipv4(d->gid), 0xc6120002u);
 }
 
 TEST(PerftestKeyLine, RoundTripsFieldExtremes) {
@@ -275,7 +275,7 @@ TEST(PerftestChannel, HandShakesBarriersReportAndClose) {
   Dest mine;
   mine.qpn = 0x42;
   mine.psn = 0x123456;
-  mine.gid = ipv4_mapped_gid(0xc6120003);
+  mine.gid = raw_qp::ipv4_mapped_gid(0xc6120003);
   {
   FakePerftestServer peer([&](int fd) {
     serve_setup(fd, "6.06", &got);

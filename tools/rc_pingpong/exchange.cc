@@ -83,26 +83,6 @@ int connect_once(const addrinfo* ai) {
 
 }  // namespace
 
-Gid ipv4_mapped_gid(uint32_t ipv4) {
-  Gid g{};
-  g[10] = g[11] = 0xff;
-  for (int i = 0; i < 4; i++) g[12 + i] = uint8_t(ipv4 >> (24 - 8 * i));
-  return g;
-}
-
-std::optional<uint32_t> gid_ipv4(const Gid& gid) {
-  for (int i = 0; i < 10; i++)
-    if (gid[i] != 0) return std::nullopt;
-  if (gid[10] != 0xff || gid[11] != 0xff) return std::nullopt;
-  return uint32_t(gid[12]) << 24 | uint32_t(gid[13]) << 16 | uint32_t(gid[14]) << 8 | gid[15];
-}
-
-std::string gid_text(const Gid& gid) {
-  char b[INET6_ADDRSTRLEN];
-  inet_ntop(AF_INET6, gid.data(), b, sizeof b);
-  return b;
-}
-
 std::string to_wire(const Dest& d) {
   char msg[kMsgLen];
   int n = std::snprintf(msg, sizeof msg, "%04x:%06x:%06x:", d.lid, d.qpn, d.psn);

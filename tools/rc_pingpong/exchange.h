@@ -5,29 +5,21 @@
 // send), writes its own and waits for "done".
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
 
-namespace ndnic::rc_pingpong {
+#include "tools/raw_qp/gid.h"
 
-using Gid = std::array<uint8_t, 16>;
+namespace ndnic::rc_pingpong {
 
 struct Dest {
   uint16_t lid = 0;
   uint32_t qpn = 0;
   uint32_t psn = 0;
-  Gid gid{};
+  raw_qp::Gid gid{};
 };
-
-/// ::ffff:a.b.c.d for an IPv4 address in host order.
-Gid ipv4_mapped_gid(uint32_t ipv4);
-/// The IPv4 address (host order) of an IPv4-mapped GID, or nothing.
-std::optional<uint32_t> gid_ipv4(const Gid& gid);
-/// As inet_ntop(AF_INET6) prints it: "::ffff:198.18.0.3", "::".
-std::string gid_text(const Gid& gid);
 
 /// The 52-byte message, NUL included, and its parser (nothing for a malformed message).
 std::string to_wire(const Dest& d);

@@ -21,7 +21,7 @@ using namespace ndnic::rc_pingpong;
 
 void print_address(const char* which, const Dest& d) {
   std::printf("  %s LID 0x%04x, QPN 0x%06x, PSN 0x%06x, GID %s\n", which, d.lid, d.qpn, d.psn,
-              gid_text(d.gid).c_str());
+              raw_qp::gid_text(d.gid).c_str());
 }
 
 // The original's two summary lines, figures computed the same way.

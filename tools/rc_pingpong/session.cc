@@ -4,12 +4,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <random>
 
 namespace ndnic::rc_pingpong {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 // ibv_rc_pingpong's work request ids, used as bits of its "pending" mask.
 constexpr uint64_t kRecvWrid = 1;
@@ -28,119 +25,76 @@ constexpr auto kStall = std::chrono::seconds(30);
 
 }  // namespace
 
-Session::~Session() {
-  if (qp_) node_.dev().destroy_qp(qp_);
-  if (cq_) node_.dev().destroy_cq(cq_);
-  if (mr_.lkey) node_.dev().deregister_mr(mr_.lkey);
+Session::Session(const Options& o)
+    : opts_(o), qp_(raw_qp::Voice{"rc_pingpong", "", kStall, [this](const raw_qp::Failure& f) { say(f); }}) {}
+
+// ibv_rc_pingpong's messages, and ours where it has none.
+void Session::say(const raw_qp::Failure& f) const {
+  switch (f.step) {
+    case raw_qp::Step::kNoMemory: std::fprintf(stderr, "Couldn't allocate work buf.\n"); break;
+    case raw_qp::Step::kRegister: std::fprintf(stderr, "Couldn't register MR\n"); break;
+    case raw_qp::Step::kCq: std::fprintf(stderr, "Couldn't create CQ\n"); break;
+    case raw_qp::Step::kQp: std::fprintf(stderr, "Couldn't create QP\n"); break;
+    case raw_qp::Step::kRtr: std::fprintf(stderr, "Failed to modify QP to RTR\n"); break;
+    case raw_qp::Step::kRts: std::fprintf(stderr, "Failed to modify QP to RTS\n"); break;
+    case raw_qp::Step::kPostRecv: std::fprintf(stderr, "Couldn't post receive (%u)\n", routs_); break;
+    case raw_qp::Step::kPostSend: std::fprintf(stderr, "Couldn't post send\n"); break;
+    case raw_qp::Step::kStatus:
+      std::fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", nic::wc_status_name(f.wc->status),
+                   int(f.wc->status), int(f.wc->wr_id));
+      break;
+    case raw_qp::Step::kStall:
+      std::fprintf(stderr, "rc_pingpong: no completion for %lld s (sent %u, received %u)\n",
+                   static_cast<long long>(kStall.count()), scnt_, rcnt_);
+      break;
+  }
 }
 
 bool Session::open() {
-  if (!engine_port::mtu_fits(opts_.mtu)) {
-    std::fprintf(stderr, "rc_pingpong: path MTU %u does not fit the port's %u-byte Ethernet MTU\n",
-                 opts_.mtu, engine_port::kEthMtu);
-    return false;
-  }
-  if (!node_.open(opts_.device, opts_.ipv4, opts_.capture)) {
-    std::fprintf(stderr, "rc_pingpong: %s\n", node_.error().c_str());
-    return false;
-  }
-  const uint32_t pd = node_.dev().alloc_pd();
-  buf_.assign(std::max<size_t>(size_t(opts_.size) * 2, 1), kFill);  // a region is never empty
-  std::fill(buf_.begin() + opts_.size, buf_.end(), 0);
-  if (!node_.dev().register_mr(pd, buf_.data(), buf_.size(), nic::kAccessLocalWrite, &mr_)) {
-    std::fprintf(stderr, "Couldn't register MR\n");
-    return false;
-  }
-  cq_ = node_.dev().create_cq(opts_.rx_depth + 1);
-  if (!cq_) {
-    std::fprintf(stderr, "Couldn't create CQ\n");
-    return false;
-  }
-  nic::QpCaps caps;
-  caps.send_cq = caps.recv_cq = cq_;
-  caps.pd = pd;
-  caps.max_send_wr = 1;
-  caps.max_recv_wr = opts_.rx_depth;
-  caps.max_send_sge = caps.max_recv_sge = 1;
-  qp_ = node_.dev().create_qp(caps);
-  if (!qp_ || !qp_->modify(nic::QpState::kInit, {})) {
-    std::fprintf(stderr, "Couldn't create QP\n");
-    return false;
-  }
+  if (!qp_.open_port(opts_.device, opts_.ipv4, opts_.capture, opts_.mtu)) return false;
+  raw_qp::Shape shape;
+  shape.bytes = std::max<uint64_t>(uint64_t(opts_.size) * 2, 1);  // a region is never empty
+  shape.access = nic::kAccessLocalWrite;
+  shape.send_cq = opts_.rx_depth + 1;
+  shape.max_send_wr = 1;
+  shape.max_recv_wr = opts_.rx_depth;
+  if (!qp_.create(shape)) return false;
+  std::memset(qp_.buf(), kFill, opts_.size);
+  std::memset(qp_.buf() + opts_.size, 0, shape.bytes - opts_.size);
   if (!post_recvs(opts_.rx_depth)) return false;
 
-  std::random_device rd;
   local_.lid = 0;  // RoCE has no LIDs
-  local_.qpn = qp_->qpn();
-  local_.psn = rd() & 0xffffff;
-  if (opts_.gid_index >= 0) local_.gid = ipv4_mapped_gid(opts_.ipv4);
+  local_.qpn = qp_.qpn();
+  local_.psn = qp_.psn();
+  if (opts_.gid_index >= 0) local_.gid = raw_qp::ipv4_mapped_gid(opts_.ipv4);
   return true;
 }
 
 bool Session::connect(const Peer& peer) {
-  const uint32_t ip = gid_ipv4(peer.dest.gid).value_or(peer.tcp_ipv4);
-  nic::QpAttr a;
-  a.remote_qpn = peer.dest.qpn;
-  a.rq_psn = peer.dest.psn;
-  a.sq_psn = local_.psn;
-  a.path_mtu = opts_.mtu;
-  a.dest_ipv4 = ip;
-  a.timeout = kTimeout;
-  a.retry_cnt = kRetryCnt;
-  a.rnr_retry = kRnrRetry;
-  a.min_rnr_timer = kMinRnrTimer;
-  a.max_rd_atomic = a.max_dest_rd_atomic = kMaxRdAtomic;
-  // Resolved before connecting (the engine could learn it later): a peer that does not
-  // answer ARP fails here with a clear message instead of as a retry-exceeded completion.
-  if (!node_.resolve(ip, a.dest_mac)) {
-    std::fprintf(stderr, "rc_pingpong: no ARP reply from %u.%u.%u.%u\n", ip >> 24, (ip >> 16) & 255,
-                 (ip >> 8) & 255, ip & 255);
-    return false;
-  }
-  if (!qp_->modify(nic::QpState::kRtr, a)) {
-    std::fprintf(stderr, "Failed to modify QP to RTR\n");
-    return false;
-  }
-  if (!qp_->modify(nic::QpState::kRts, a)) {
-    std::fprintf(stderr, "Failed to modify QP to RTS\n");
-    return false;
-  }
-  return true;
+  raw_qp::Path p;
+  p.mtu = opts_.mtu;
+  p.timeout = kTimeout;
+  p.retry_cnt = kRetryCnt;
+  p.rnr_retry = kRnrRetry;
+  p.min_rnr_timer = kMinRnrTimer;
+  p.max_rd_atomic = p.max_dest_rd_atomic = kMaxRdAtomic;
+  return qp_.connect({peer.dest.qpn, peer.dest.psn, peer.dest.gid, peer.tcp_ipv4}, p);
 }
 
 bool Session::post_recvs(uint32_t n) {
-  nic::RecvWr wr{};
-  wr.wr_id = kRecvWrid;
-  wr.num_sge = opts_.size ? 1 : 0;
-  wr.sge[0] = {reinterpret_cast<uint64_t>(buf_.data() + opts_.size), opts_.size, mr_.lkey};
-  for (uint32_t i = 0; i < n; i++, routs_++) {
-    if (!qp_->post_recv(wr)) {
-      std::fprintf(stderr, "Couldn't post receive (%u)\n", routs_);
-      return false;
-    }
-  }
+  const uint64_t at = reinterpret_cast<uint64_t>(qp_.buf() + opts_.size);
+  for (uint32_t i = 0; i < n; i++, routs_++)
+    if (!qp_.post_recv(kRecvWrid, at, opts_.size)) return false;
   return true;
 }
 
 bool Session::post_send() {
-  nic::SendWr wr{};
-  wr.wr_id = kSendWrid;
-  wr.opcode = nic::WrOpcode::kSend;
-  wr.flags = nic::kWrSignaled;
-  // As the original: inline when the message fits, so both send paths get exercised by size.
-  if (opts_.size <= nic::kMaxInline) {
-    wr.flags |= nic::kWrInline;
-    wr.inline_len = opts_.size;
-    std::memcpy(wr.inline_data, buf_.data(), opts_.size);
-  } else {
-    wr.num_sge = 1;
-    wr.sge[0] = {reinterpret_cast<uint64_t>(buf_.data()), opts_.size, mr_.lkey};
-  }
-  if (!qp_->post_send(wr)) {
-    std::fprintf(stderr, "Couldn't post send\n");
-    return false;
-  }
-  return true;
+  raw_qp::Request r;
+  r.wr_id = kSendWrid;
+  r.addr = reinterpret_cast<uint64_t>(qp_.buf());
+  r.len = opts_.size;
+  r.inline_small = true;  // as the original, so both send paths get exercised by size
+  return qp_.post(r);
 }
 
 // ibv_rc_pingpong only counts completions; we also check each message's length and bytes.
@@ -152,7 +106,7 @@ bool Session::check_message(const nic::Completion& c) {
                  opts_.size);
     return false;
   }
-  uint8_t* r = buf_.data() + opts_.size;
+  uint8_t* r = qp_.buf() + opts_.size;
   const uint8_t* bad = std::find_if(r, r + opts_.size, [](uint8_t b) { return b != kFill; });
   if (bad != r + opts_.size) {
     std::fprintf(stderr, "rc_pingpong: message %u: byte %td is 0x%02x, expected 0x%02x\n", messages_,
@@ -165,60 +119,44 @@ bool Session::check_message(const nic::Completion& c) {
 
 bool Session::run(bool client, Figures* out) {
   uint64_t pending = kRecvWrid;
-  uint32_t scnt = 0, rcnt = 0;
+  scnt_ = rcnt_ = 0;
   if (client) {
     if (!post_send()) return false;
     pending |= kSendWrid;
   }
-  const auto start = Clock::now();
-  auto last_progress = start;
-  while (rcnt < opts_.iters || scnt < opts_.iters) {
-    node_.poll();
+  const uint64_t start = raw_qp::now_ns();
+  uint64_t last_progress = start;
+  while (rcnt_ < opts_.iters || scnt_ < opts_.iters) {
+    qp_.poll();
     nic::Completion wc[2];
-    const unsigned n = cq_->poll(wc, 2);
-    if (n > 0) last_progress = Clock::now();
-    else if (Clock::now() - last_progress > kStall) {
-      std::fprintf(stderr, "rc_pingpong: no completion for %lld s (sent %u, received %u)\n",
-                   static_cast<long long>(kStall.count()), scnt, rcnt);
-      return false;
-    }
+    const unsigned n = qp_.send_cq().poll(wc, 2);  // the one CQ
+    if (n > 0) last_progress = raw_qp::now_ns();
+    else if (qp_.stalled(last_progress, "the ping-pong")) return false;
     for (unsigned i = 0; i < n; i++) {
       const nic::Completion& c = wc[i];
-      if (c.status != nic::WcStatus::kSuccess) {
-        std::fprintf(stderr, "Failed status %s (%d) for wr_id %d\n", nic::wc_status_name(c.status),
-                     int(c.status), int(c.wr_id));
-        return false;
-      }
+      if (!qp_.check(c, "the ping-pong")) return false;
       if (c.wr_id == kSendWrid) {
-        scnt++;
+        scnt_++;
       } else if (c.wr_id == kRecvWrid) {
         if (!check_message(c)) return false;
         // Top the receive queue up when it runs low, as the original does.
         if (--routs_ <= 1 && !post_recvs(opts_.rx_depth - routs_)) return false;
-        rcnt++;
+        rcnt_++;
       } else {
         std::fprintf(stderr, "Completion for unknown wr_id %d\n", int(c.wr_id));
         return false;
       }
       pending &= ~c.wr_id;
-      if (scnt < opts_.iters && pending == 0) {
+      if (scnt_ < opts_.iters && pending == 0) {
         if (!post_send()) return false;
         pending = kRecvWrid | kSendWrid;
       }
     }
   }
-  out->sent = scnt;
-  out->received = rcnt;
-  out->usec = double(std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count());
+  out->sent = scnt_;
+  out->received = rcnt_;
+  out->usec = double((raw_qp::now_ns() - start) / 1000);
   return true;
-}
-
-void Session::linger() {
-  node_.linger();
-}
-
-std::string Session::counters() const {
-  return engine_port::counters_text(*qp_);
 }
 
 }  // namespace ndnic::rc_pingpong

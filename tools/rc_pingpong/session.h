@@ -1,13 +1,13 @@
 // One ndnic RC QP doing what ibv_rc_pingpong's QP does: receives posted before the exchange,
-// connected with ibv_rc_pingpong's attributes, then SENDs alternating with receives.
+// connected with ibv_rc_pingpong's attributes, then SENDs alternating with receives. The QP
+// itself is a raw_qp::RcSession; this is the message flow, its checks and the original's words.
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "nic/nic.h"
-#include "tools/engine_port/engine_port.h"
+#include "tools/raw_qp/session.h"
 #include "tools/rc_pingpong/exchange.h"
 #include "tools/rc_pingpong/options.h"
 
@@ -20,8 +20,7 @@ struct Figures {
 
 class Session {
  public:
-  explicit Session(const Options& o) : opts_(o) {}
-  ~Session();
+  explicit Session(const Options& o);
 
   /// Port, device, buffers, CQ, QP in INIT with rx_depth receives posted. Errors to stderr.
   bool open();
@@ -33,26 +32,25 @@ class Session {
   /// message or a stall.
   bool run(bool client, Figures* out);
   /// One round of the engine (and so of the port's ARP), for while the program waits elsewhere.
-  void poll() { node_.poll(); }
-  /// Keeps the engine answering for a moment, see the definition.
-  void linger();
+  void poll() { qp_.poll(); }
+  /// Keeps the engine answering for a moment, see raw_qp::RcSession::linger.
+  void linger() { qp_.linger(); }
   /// One line of transport counters, for the log.
-  std::string counters() const;
+  std::string counters() const { return qp_.counters(); }
 
  private:
+  void say(const raw_qp::Failure& f) const;
   bool post_recvs(uint32_t n);
   bool post_send();
   bool check_message(const nic::Completion& c);
 
   Options opts_;
-  engine_port::EnginePort node_;
-  std::vector<uint8_t> buf_;  ///< [0, size): what we send; [size, 2 size): where we receive
-  nic::MrKeys mr_;
-  nic::Cq* cq_ = nullptr;
-  nic::Qp* qp_ = nullptr;
+  raw_qp::RcSession qp_;
   Dest local_;
   uint32_t routs_ = 0;        ///< receives posted and not completed
   uint32_t messages_ = 0;
+  uint32_t scnt_ = 0;         ///< sends completed
+  uint32_t rcnt_ = 0;         ///< receives completed
 };
 
 }  // namespace ndnic::rc_pingpong

@@ -157,20 +157,6 @@ BwReport parse_report_fields(const std::array<std::array<uint8_t, kReportFieldBy
   return r;
 }
 
-Gid ipv4_mapped_gid(uint32_t ipv4) {
-  Gid g{};
-  g[10] = g[11] = 0xff;
-  for (int i = 0; i < 4; i++) g[size_t(12 + i)] = uint8_t(ipv4 >> (24 - 8 * i));
-  return g;
-}
-
-std::optional<uint32_t> gid_ipv4(const Gid& gid) {
-  for (int i = 0; i < 10; i++)
-    if (gid[size_t(i)] != 0) return std::nullopt;
-  if (gid[10] != 0xff || gid[11] != 0xff) return std::nullopt;
-  return uint32_t(gid[12]) << 24 | uint32_t(gid[13]) << 16 | uint32_t(gid[14]) << 8 | gid[15];
-}
-
 // ---------------------------------------------------------------------------------------
 
 Channel::~Channel() {

@@ -29,6 +29,8 @@
 #include <string>
 #include <string_view>
 
+#include "tools/raw_qp/gid.h"
+
 namespace ndnic::ndperf::perftest {
 
 constexpr size_t kVersionBytes = 16;        ///< MAX_VERSION
@@ -43,8 +45,6 @@ constexpr size_t kReportFields = 5;          ///< size, iters, bw_peak, bw_avg, 
 constexpr uint32_t kDefaultCycleBuffer = 4096;  ///< sysconf(_SC_PAGESIZE) on x86-64
 constexpr uint32_t kDefaultCacheLine = 64;      ///< DEF_CACHE_LINE_SIZE
 
-using Gid = std::array<uint8_t, 16>;
-
 /// One QP's address as a hand shake carries it (struct pingpong_dest's exchanged fields).
 struct Dest {
   uint16_t lid = 0;
@@ -53,7 +53,7 @@ struct Dest {
   uint32_t psn = 0;    ///< 24 bits
   uint32_t rkey = 0;
   uint64_t vaddr = 0;
-  Gid gid{};
+  raw_qp::Gid gid{};
   uint32_t srqn = 0;
   bool operator==(const Dest&) const = default;
 };
@@ -91,10 +91,6 @@ struct BwReport {
 /// Its five 8-byte fields in exchange order, each big-endian (hton_64 / hton_double).
 std::array<std::array<uint8_t, kReportFieldBytes>, kReportFields> report_fields(const BwReport& r);
 BwReport parse_report_fields(const std::array<std::array<uint8_t, kReportFieldBytes>, kReportFields>& f);
-
-/// ::ffff:a.b.c.d for an IPv4 address in host order, and back (nothing if not IPv4-mapped).
-Gid ipv4_mapped_gid(uint32_t ipv4);
-std::optional<uint32_t> gid_ipv4(const Gid& gid);
 
 /// Called while a wait on TCP goes on: the RDMA device must keep answering (ARP, ACKs,
 /// READ responses) while the program waits for its peer on the side channel.

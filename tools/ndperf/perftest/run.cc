@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -20,10 +19,7 @@ constexpr uint32_t kCqEntries = 2048;
 constexpr uint32_t kSqDepth = 256;
 constexpr uint32_t kPollBatch = 16;  ///< CTX_POLL_BATCH
 
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch()).count());
-}
+using raw_qp::now_ns;
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
@@ -32,26 +28,38 @@ uint64_t stride_of(uint32_t size, uint32_t cache_line) { return round_up(size, c
 
 }  // namespace
 
-Rdma::~Rdma() {
-  if (qp_) node_.dev().destroy_qp(qp_);
-  if (send_cq_) node_.dev().destroy_cq(send_cq_);
-  if (recv_cq_) node_.dev().destroy_cq(recv_cq_);
-  if (mr_.lkey) node_.dev().deregister_mr(mr_.lkey);
-  node_.close();  // before the buffer goes: nothing may touch it after
-  std::free(buf_);
+Rdma::Rdma(const PerftestOptions& o)
+    : opts_(o),
+      qp_(raw_qp::Voice{"ndperf", " (the peer's GID; run perftest with -x on its RoCE v2 IPv4 GID)",
+                        std::chrono::seconds(o.timeout_s), [this](const raw_qp::Failure& f) { say(f); }}) {}
+
+void Rdma::say(const raw_qp::Failure& f) const {
+  switch (f.step) {
+    case raw_qp::Step::kNoMemory:
+      std::fprintf(stderr, "ndperf: no memory for a %" PRIu64 "-byte buffer\n", buf_size_);
+      break;
+    case raw_qp::Step::kRegister:
+      std::fprintf(stderr, "ndperf: couldn't register the %" PRIu64 "-byte buffer\n", buf_size_);
+      break;
+    case raw_qp::Step::kCq: std::fprintf(stderr, "ndperf: couldn't create the CQs\n"); break;
+    case raw_qp::Step::kQp: std::fprintf(stderr, "ndperf: couldn't create the QP\n"); break;
+    case raw_qp::Step::kRtr:
+    case raw_qp::Step::kRts: std::fprintf(stderr, "ndperf: couldn't move the QP to RTR/RTS\n"); break;
+    case raw_qp::Step::kPostRecv: std::fprintf(stderr, "ndperf: couldn't post receive %u\n", recvs_posted_); break;
+    case raw_qp::Step::kPostSend: std::fprintf(stderr, "ndperf: couldn't post request %" PRIu64 "\n", f.wr_id); break;
+    case raw_qp::Step::kStatus:
+      std::fprintf(stderr, "ndperf: %s completed with %s (wr_id %" PRIu64 ")\n", f.what,
+                   nic::wc_status_name(f.wc->status), f.wc->wr_id);
+      break;
+    case raw_qp::Step::kStall:
+      std::fprintf(stderr, "ndperf: %s: nothing for %u s (the peer stopped, or is not running the same test)\n",
+                   f.what, opts_.timeout_s);
+      break;
+  }
 }
 
 bool Rdma::open_port() {
-  if (!engine_port::mtu_fits(opts_.mtu)) {
-    std::fprintf(stderr, "ndperf: path MTU %u does not fit the port's %u-byte Ethernet MTU\n", opts_.mtu,
-                 engine_port::kEthMtu);
-    return false;
-  }
-  if (!node_.open(opts_.device, opts_.ipv4, opts_.capture)) {
-    std::fprintf(stderr, "ndperf: %s\n", node_.error().c_str());
-    return false;
-  }
-  return true;
+  return qp_.open_port(opts_.device, opts_.ipv4, opts_.capture, opts_.mtu);
 }
 
 bool Rdma::create(const Channel::Agreed& agreed) {
@@ -59,51 +67,29 @@ bool Rdma::create(const Channel::Agreed& agreed) {
   cycle_buffer_ = agreed.cycle_buffer;
   half_ = round_up(std::max<uint64_t>(opts_.size, cycle_buffer_), cache_line_);
   buf_size_ = half_ * 2;
-  buf_ = static_cast<uint8_t*>(std::aligned_alloc(4096, round_up(buf_size_, 4096)));
-  if (!buf_) {
-    std::fprintf(stderr, "ndperf: no memory for a %" PRIu64 "-byte buffer\n", buf_size_);
-    return false;
-  }
+  raw_qp::Shape shape;
+  shape.bytes = buf_size_;
+  shape.access = nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead;
+  shape.send_cq = shape.recv_cq = kCqEntries;
+  shape.max_send_wr = kSqDepth;
+  shape.max_recv_wr = kDefaultRxDepth;
+  if (!qp_.create(shape)) return false;
   // perftest zeroes write_lat's buffer (its poll byte must start at 0) and fills the others
   // with rand(); ours get a fixed pattern instead, the same on every run.
+  uint8_t* buf = qp_.buf();
   if (opts_.test.verb == Verb::kWrite && opts_.test.kind == Kind::kLat) {
-    std::memset(buf_, 0, buf_size_);
+    std::memset(buf, 0, buf_size_);
   } else {
     std::mt19937 gen(0x6e646e69);  // "ndni"
-    for (uint64_t i = 0; i < buf_size_; i++) buf_[i] = uint8_t(gen());
+    for (uint64_t i = 0; i < buf_size_; i++) buf[i] = uint8_t(gen());
   }
-  const uint32_t pd = node_.dev().alloc_pd();
-  if (!node_.dev().register_mr(pd, buf_, buf_size_,
-                        nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead, &mr_)) {
-    std::fprintf(stderr, "ndperf: couldn't register the %" PRIu64 "-byte buffer\n", buf_size_);
-    return false;
-  }
-  send_cq_ = node_.dev().create_cq(kCqEntries);
-  recv_cq_ = node_.dev().create_cq(kCqEntries);
-  if (!send_cq_ || !recv_cq_) {
-    std::fprintf(stderr, "ndperf: couldn't create the CQs\n");
-    return false;
-  }
-  nic::QpCaps caps;
-  caps.send_cq = send_cq_;
-  caps.recv_cq = recv_cq_;
-  caps.pd = pd;
-  caps.max_send_wr = kSqDepth;
-  caps.max_recv_wr = kDefaultRxDepth;
-  caps.max_send_sge = caps.max_recv_sge = 1;
-  qp_ = node_.dev().create_qp(caps);
-  if (!qp_ || !qp_->modify(nic::QpState::kInit, {})) {
-    std::fprintf(stderr, "ndperf: couldn't create the QP\n");
-    return false;
-  }
-  std::random_device rd;
   local_.lid = 0;  // RoCE: no LIDs, as rxe reports
   local_.out_reads = opts_.test.verb == Verb::kRead ? kOutReads : 1;  // perftest: 1 unless READ
-  local_.qpn = qp_->qpn();
-  local_.psn = rd() & 0xffffff;
-  local_.rkey = mr_.rkey;
+  local_.qpn = qp_.qpn();
+  local_.psn = qp_.psn();
+  local_.rkey = qp_.rkey();
   local_.vaddr = reinterpret_cast<uint64_t>(peer_area());
-  local_.gid = ipv4_mapped_gid(opts_.ipv4);
+  local_.gid = raw_qp::ipv4_mapped_gid(opts_.ipv4);
   local_.srqn = 0;
   stale_.assign(kMaxSweepExp + 2, 0);
   stale_set_.assign(kMaxSweepExp + 2, false);
@@ -112,87 +98,43 @@ bool Rdma::create(const Channel::Agreed& agreed) {
 
 bool Rdma::connect(const Dest& peer, uint32_t tcp_ipv4) {
   peer_ = peer;
-  const uint32_t ip = gid_ipv4(peer.gid).value_or(tcp_ipv4);
-  nic::QpAttr a;
-  a.remote_qpn = peer.qpn;
-  a.rq_psn = peer.psn;
-  a.sq_psn = local_.psn;
-  a.path_mtu = opts_.mtu;
-  a.dest_ipv4 = ip;
-  a.timeout = kQpTimeout;
-  a.retry_cnt = kRetryCnt;
-  a.rnr_retry = kRnrRetry;
-  a.min_rnr_timer = kMinRnrTimer;
-  a.max_dest_rd_atomic = uint8_t(local_.out_reads);
+  raw_qp::Path p;
+  p.mtu = opts_.mtu;
+  p.timeout = kQpTimeout;
+  p.retry_cnt = kRetryCnt;
+  p.rnr_retry = kRnrRetry;
+  p.min_rnr_timer = kMinRnrTimer;
+  p.max_dest_rd_atomic = uint8_t(local_.out_reads);
   // perftest uses the peer's out_reads; a peer that allows more than we keep gets our most.
-  a.max_rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
-  if (!node_.resolve(ip, a.dest_mac)) {
-    std::fprintf(stderr, "ndperf: no ARP reply from %u.%u.%u.%u (the peer's GID; run perftest with -x on its "
-                 "RoCE v2 IPv4 GID)\n", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
-    return false;
-  }
-  if (!qp_->modify(nic::QpState::kRtr, a) || !qp_->modify(nic::QpState::kRts, a)) {
-    std::fprintf(stderr, "ndperf: couldn't move the QP to RTR/RTS\n");
-    return false;
-  }
-  return true;
-}
-
-void Rdma::linger() {
-  node_.linger();
-}
-
-bool Rdma::stalled(uint64_t last_progress_ns, const char* what) const {
-  if (now_ns() - last_progress_ns < uint64_t(opts_.timeout_s) * 1000000000ull) return false;
-  std::fprintf(stderr, "ndperf: %s: nothing for %u s (the peer stopped, or is not running the same test)\n", what,
-               opts_.timeout_s);
-  return true;
-}
-
-bool Rdma::check_status(const nic::Completion& c, const char* what) const {
-  if (c.status == nic::WcStatus::kSuccess) return true;
-  std::fprintf(stderr, "ndperf: %s completed with %s (wr_id %" PRIu64 ")\n", what, nic::wc_status_name(c.status),
-               c.wr_id);
-  return false;
+  p.max_rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
+  return qp_.connect({peer.qpn, peer.psn, peer.gid, tcp_ipv4}, p);
 }
 
 bool Rdma::post_recv(uint32_t size) {
-  nic::RecvWr wr{};
-  wr.wr_id = recvs_posted_;
-  wr.num_sge = 1;
-  wr.sge[0] = {reinterpret_cast<uint64_t>(peer_area()), size, mr_.lkey};
-  if (!qp_->post_recv(wr)) {
-    std::fprintf(stderr, "ndperf: couldn't post receive %u\n", recvs_posted_);
-    return false;
-  }
+  if (!qp_.post_recv(recvs_posted_, reinterpret_cast<uint64_t>(peer_area()), size)) return false;
   recvs_posted_++;
   return true;
 }
 
 bool Rdma::post(nic::WrOpcode op, uint32_t size, uint64_t local_addr, uint64_t wr_id) {
-  nic::SendWr wr{};
-  wr.wr_id = wr_id;
-  wr.opcode = op;
-  wr.flags = nic::kWrSignaled;
-  wr.num_sge = 1;
-  wr.sge[0] = {local_addr, size, mr_.lkey};
+  raw_qp::Request r;
+  r.op = op;
+  r.wr_id = wr_id;
+  r.addr = local_addr;
+  r.len = size;
   if (op != nic::WrOpcode::kSend) {
-    wr.remote_addr = peer_.vaddr;
-    wr.rkey = peer_.rkey;
+    r.remote_addr = peer_.vaddr;
+    r.rkey = peer_.rkey;
   }
-  if (!qp_->post_send(wr)) {
-    std::fprintf(stderr, "ndperf: couldn't post request %" PRIu64 "\n", wr_id);
-    return false;
-  }
-  return true;
+  return qp_.post(r);
 }
 
 bool Rdma::wait_send_completion(nic::Completion* c) {
   const uint64_t t0 = now_ns();
   for (;;) {
-    node_.poll();
-    if (send_cq_->poll(c, 1) == 1) return check_status(*c, "a request");
-    if (stalled(t0, "waiting for a request's completion")) return false;
+    qp_.poll();
+    if (qp_.send_cq().poll(c, 1) == 1) return qp_.check(*c, "a request");
+    if (qp_.stalled(t0, "waiting for a request's completion")) return false;
   }
 }
 
@@ -232,14 +174,14 @@ bool Rdma::bw_requester(uint32_t size, BwSamples* out) {
       if (!post(op, size, addr, posted)) return false;
       posted++;
     }
-    node_.poll();
-    const unsigned k = send_cq_->poll(wc, kPollBatch);
+    qp_.poll();
+    const unsigned k = qp_.send_cq().poll(wc, kPollBatch);
     if (k) last = now_ns();
     for (unsigned i = 0; i < k; i++) {
-      if (!check_status(wc[i], "a request")) return false;
+      if (!qp_.check(wc[i], "a request")) return false;
       out->completed[done++] = last;
     }
-    if (!k && stalled(last, "bandwidth test")) return false;
+    if (!k && qp_.stalled(last, "bandwidth test")) return false;
   }
   return read ? check_reads(size, slots, uint32_t(stride)) : true;
 }
@@ -272,14 +214,14 @@ bool Rdma::send_bw_receiver(uint32_t size, BwSamples* out) {
   uint64_t got = 0, last = now_ns(), first_rx = 0;
   nic::Completion wc[kPollBatch];
   while (got < n) {
-    node_.poll();
-    const unsigned k = recv_cq_->poll(wc, kPollBatch);
+    qp_.poll();
+    const unsigned k = qp_.recv_cq().poll(wc, kPollBatch);
     if (k) {
       last = now_ns();
       if (!first_rx) first_rx = last;
     }
     for (unsigned i = 0; i < k; i++) {
-      if (!check_status(wc[i], "a receive")) return false;
+      if (!qp_.check(wc[i], "a receive")) return false;
       if (wc[i].byte_len != size) {
         std::fprintf(stderr, "ndperf: message %" PRIu64 " has %u bytes, the size is %u (same -s on both sides?)\n",
                      got, wc[i].byte_len, size);
@@ -289,7 +231,7 @@ bool Rdma::send_bw_receiver(uint32_t size, BwSamples* out) {
       // run_iter_bw_server posts again only while the total stays within the iterations.
       if (got + depth <= n && !post_recv(size)) return false;
     }
-    if (!k && stalled(last, "send_bw receiver")) return false;
+    if (!k && qp_.stalled(last, "send_bw receiver")) return false;
   }
   out->posted = {first_rx};
   out->completed = {last};
@@ -308,16 +250,16 @@ bool Rdma::send_lat(uint32_t size, bool client, LatSamples* out) {
     if (rcnt < n && !(scnt < 1 && client)) {
       const uint64_t t0 = now_ns();
       for (;;) {
-        node_.poll();
-        if (recv_cq_->poll(&c, 1) == 1) break;
+        qp_.poll();
+        if (qp_.recv_cq().poll(&c, 1) == 1) break;
         nic::Completion sc;
-        if (send_cq_->poll(&sc, 1) == 1) {
-          if (!check_status(sc, "a SEND")) return false;
+        if (qp_.send_cq().poll(&sc, 1) == 1) {
+          if (!qp_.check(sc, "a SEND")) return false;
           sends_done++;
         }
-        if (stalled(t0, "send_lat, waiting for the peer's message")) return false;
+        if (qp_.stalled(t0, "send_lat, waiting for the peer's message")) return false;
       }
-      if (!check_status(c, "a receive")) return false;
+      if (!qp_.check(c, "a receive")) return false;
       if (c.byte_len != size) {
         std::fprintf(stderr, "ndperf: message %" PRIu64 " has %u bytes, the size is %u (same -s on both sides?)\n",
                      rcnt, c.byte_len, size);
@@ -360,8 +302,8 @@ bool Rdma::write_lat(uint32_t size, bool client, LatSamples* out) {
       rcnt++;
       const uint64_t t0 = now_ns();
       while (*poll_byte != uint8_t(rcnt)) {
-        node_.poll();
-        if (stalled(t0, "write_lat, waiting for the peer's write")) return false;
+        qp_.poll();
+        if (qp_.stalled(t0, "write_lat, waiting for the peer's write")) return false;
       }
       // The size's last message is checked whole before anything else is posted: the
       // peer writes again (the next size) only after our next write.
@@ -412,11 +354,6 @@ bool Rdma::read_lat(uint32_t size, LatSamples* out) {
     if (!wait_send_completion(&c)) return false;
   }
   return check_reads(size, 1, 0);
-}
-
-std::string Rdma::counters() const {
-  if (!qp_) return "no QP";
-  return engine_port::counters_text(*qp_);
 }
 
 }  // namespace ndnic::ndperf::perftest

@@ -1,6 +1,6 @@
-// The RDMA side of ndperf's perftest mode: one ndnic RC QP on a DPDK port, polled by the
-// program's thread, with perftest's buffer layout, QP attributes and message flow for each
-// test, and the checks of what arrived. The TCP side is oob.h, the order of the two
+// The RDMA side of ndperf's perftest mode: one ndnic RC QP (a raw_qp::RcSession) with
+// perftest's buffer layout, QP attributes and message flow for each test, the checks of what
+// arrived, and ndperf's words for what fails. The TCP side is oob.h, the order of the two
 // is flow.cc.
 //
 // Buffer (as perftest's create_single_mr and set_up_connection): two halves of
@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "nic/nic.h"
-#include "tools/engine_port/engine_port.h"
 #include "tools/ndperf/perftest/figures.h"
 #include "tools/ndperf/perftest/oob.h"
 #include "tools/ndperf/perftest/options.h"
+#include "tools/raw_qp/session.h"
 
 namespace ndnic::ndperf::perftest {
 
@@ -43,8 +43,7 @@ constexpr uint32_t kDefaultCqMod = 100;    ///< DEF_CQ_MOD
 
 class Rdma {
  public:
-  explicit Rdma(const PerftestOptions& o) : opts_(o) {}
-  ~Rdma();
+  explicit Rdma(const PerftestOptions& o);
 
   /// The port and the device: before the TCP exchange, so ARP is answered from the start.
   bool open_port();
@@ -55,9 +54,9 @@ class Rdma {
   bool connect(const Dest& peer, uint32_t tcp_ipv4);
 
   /// One round of the engine, for waits elsewhere (the TCP side).
-  void poll() { node_.poll(); }
+  void poll() { qp_.poll(); }
   /// Keeps answering for a moment after the last message (the peer may still need an ACK).
-  void linger();
+  void linger() { qp_.linger(); }
 
   /// send_bw receiver: posts this size's first receives (before the size's barrier).
   bool post_first_receives(uint32_t size);
@@ -69,28 +68,23 @@ class Rdma {
   bool write_lat(uint32_t size, bool client, LatSamples* out);
   bool read_lat(uint32_t size, LatSamples* out);
 
-  std::string counters() const;
+  /// One line of transport counters, for the log.
+  std::string counters() const { return qp_.counters(); }
 
  private:
-  uint8_t* send_area() { return buf_; }
-  uint8_t* peer_area() { return buf_ + half_; }
-  bool stalled(uint64_t last_progress_ns, const char* what) const;
+  void say(const raw_qp::Failure& f) const;
+  uint8_t* send_area() { return qp_.buf(); }
+  uint8_t* peer_area() { return qp_.buf() + half_; }
   bool post_recv(uint32_t size);
   bool post(nic::WrOpcode op, uint32_t size, uint64_t local_addr, uint64_t wr_id);
   bool wait_send_completion(nic::Completion* c);
-  bool check_status(const nic::Completion& c, const char* what) const;
   bool check_reads(uint32_t size, uint32_t slots, uint32_t stride);
 
   PerftestOptions opts_;
-  engine_port::EnginePort node_;
-  uint8_t* buf_ = nullptr;
+  raw_qp::RcSession qp_;
   uint64_t half_ = 0, buf_size_ = 0;
   uint32_t cache_line_ = kDefaultCacheLine;
   uint32_t cycle_buffer_ = kDefaultCycleBuffer;
-  nic::MrKeys mr_{};
-  nic::Cq* send_cq_ = nullptr;
-  nic::Cq* recv_cq_ = nullptr;
-  nic::Qp* qp_ = nullptr;
   Dest local_;
   Dest peer_;
   uint32_t recvs_posted_ = 0;         ///< this size's receives posted so far

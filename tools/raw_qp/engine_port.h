@@ -1,7 +1,5 @@
 // A DPDK port with an IPv4 address and an ndnic device that the program's own thread polls (no
-// worker lcore): what the tools that drive the verbs engine directly need -- rc_pingpong and
-// ndperf --perftest, whose peers (rdma-core's tools, perftest) trade QP numbers over TCP instead
-// of through a connection manager. ND programs use tools/nd_node instead.
+// worker lcore): what an RcSession (session.h) runs on. ND programs use tools/nd_node instead.
 #pragma once
 
 #include <chrono>
@@ -11,7 +9,7 @@
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 
-namespace ndnic::engine_port {
+namespace ndnic::raw_qp {
 
 constexpr uint16_t kEthMtu = 1500;  ///< the port's Ethernet MTU (rxe's netdev, af_packet's)
 /// The largest RoCEv2 header stack around a payload on IPv4: IP, UDP, BTH, RETH, pad, ICRC.
@@ -21,9 +19,6 @@ constexpr uint32_t kArpWaitMs = 3000;  ///< a peer that does not answer ARP in t
 /// lost or still queued) or retransmit a request: a NIC keeps answering after the program's loop
 /// ends, a little longer than rxe's first retransmission (~67 ms at timeout 14).
 constexpr auto kLinger = std::chrono::milliseconds(300);
-
-/// One line of `qp`'s transport counters, for the log.
-std::string counters_text(const nic::Qp& qp);
 
 /// Whether a path MTU's packets fit the port's Ethernet MTU.
 constexpr bool mtu_fits(uint32_t path_mtu) { return path_mtu + kRoceOverhead <= kEthMtu; }
@@ -59,4 +54,4 @@ class EnginePort {
   std::string error_;
 };
 
-}  // namespace ndnic::engine_port
+}  // namespace ndnic::raw_qp

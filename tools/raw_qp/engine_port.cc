@@ -1,10 +1,8 @@
-#include "tools/engine_port/engine_port.h"
+#include "tools/raw_qp/engine_port.h"
 
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 
-namespace ndnic::engine_port {
+namespace ndnic::raw_qp {
 
 bool EnginePort::open(const std::string& device, uint32_t ipv4, const std::string& capture) {
   glue::PortConfig pc;
@@ -45,15 +43,4 @@ void EnginePort::linger() {
   while (std::chrono::steady_clock::now() < end) dev_.poll();
 }
 
-std::string counters_text(const nic::Qp& qp) {
-  const nic::Qp::Counters c = qp.counters();
-  char b[256];
-  std::snprintf(b, sizeof b,
-                "tx %" PRIu64 " rx %" PRIu64 " packets, retransmits %" PRIu64 ", timeouts %" PRIu64
-                ", duplicates %" PRIu64 ", out of sequence %" PRIu64 ", rnr naks sent %" PRIu64,
-                c.tx_packets, c.rx_packets, c.retransmits, c.timeouts, c.duplicates, c.out_of_sequence,
-                c.rnr_naks_sent);
-  return b;
-}
-
-}  // namespace ndnic::engine_port
+}  // namespace ndnic::raw_qp
