@@ -63,20 +63,22 @@ bool RcSession::create(const Shape& s) {
   return true;
 }
 
-bool RcSession::connect(const Remote& r, const Path& p) {
+nic::QpAttr rdma_core_attr(uint32_t mtu, uint8_t max_rd_atomic, uint8_t max_dest_rd_atomic) {
+  return nic::QpAttr{.path_mtu = mtu,
+                     .retry_cnt = 7,
+                     .rnr_retry = 7,
+                     .min_rnr_timer = 12,
+                     .timeout = 14,
+                     .max_rd_atomic = max_rd_atomic,
+                     .max_dest_rd_atomic = max_dest_rd_atomic};
+}
+
+bool RcSession::connect(const Remote& r, nic::QpAttr a) {
   const uint32_t ip = gid_ipv4(r.gid).value_or(r.tcp_ipv4);
-  nic::QpAttr a;
   a.remote_qpn = r.qpn;
   a.rq_psn = r.psn;
   a.sq_psn = psn_;
-  a.path_mtu = p.mtu;
   a.dest_ipv4 = ip;
-  a.timeout = p.timeout;
-  a.retry_cnt = p.retry_cnt;
-  a.rnr_retry = p.rnr_retry;
-  a.min_rnr_timer = p.min_rnr_timer;
-  a.max_rd_atomic = p.max_rd_atomic;
-  a.max_dest_rd_atomic = p.max_dest_rd_atomic;
   if (!port_.resolve(ip, a.dest_mac)) {
     std::fprintf(stderr, "%s: no ARP reply from %u.%u.%u.%u%s\n", voice_.prog.c_str(), ip >> 24, (ip >> 16) & 255,
                  (ip >> 8) & 255, ip & 255, voice_.arp_hint.c_str());

@@ -58,16 +58,10 @@ struct Remote {
   uint32_t tcp_ipv4 = 0;  ///< the side channel's peer address (host order), used otherwise
 };
 
-/// The connected QP's attributes, each tool's copied from the program it stands in for.
-struct Path {
-  uint32_t mtu = 1024;             ///< path MTU in bytes
-  uint8_t timeout = 14;            ///< local ACK timeout exponent
-  uint8_t retry_cnt = 7;           ///< retries after a timeout
-  uint8_t rnr_retry = 7;           ///< retries after an RNR NAK
-  uint8_t min_rnr_timer = 12;      ///< what our RNR NAKs ask the peer to wait
-  uint8_t max_rd_atomic = 1;       ///< READs we keep outstanding towards the peer
-  uint8_t max_dest_rd_atomic = 1;  ///< READs the peer may keep outstanding at us
-};
+/// The QP attributes ibv_rc_pingpong (pp_connect_ctx) and perftest (ctx_modify_qp_to_rtr/_rts)
+/// both give their RC QP, what the peer's device sees from us: ACK timeout 14 (DEF_QP_TIME),
+/// 7 retries of each kind, RNR timer 12 (MIN_RNR_TIMER); with the tool's path MTU and READ limits.
+nic::QpAttr rdma_core_attr(uint32_t mtu, uint8_t max_rd_atomic, uint8_t max_dest_rd_atomic);
 
 /// A request on the send queue, from the buffer.
 struct Request {
@@ -95,9 +89,10 @@ class RcSession {
   bool open_port(const std::string& device, uint32_t ipv4, const std::string& capture, uint32_t mtu);
   /// Buffer, region, CQs, QP in INIT, a random first PSN.
   bool create(const Shape& s);
-  /// RTR then RTS towards the peer, after resolving its MAC (a peer that does not answer ARP
-  /// fails here with a clear message rather than as a retry-exceeded completion later).
-  bool connect(const Remote& r, const Path& p);
+  /// RTR then RTS towards the peer with attr (rdma_core_attr) and the peer's QP, PSNs and
+  /// address, after resolving its MAC (a peer that does not answer ARP fails here with a clear
+  /// message rather than as a retry-exceeded completion later).
+  bool connect(const Remote& r, nic::QpAttr attr);
 
   /// One receive of len bytes at addr (no scatter entry when len is 0).
   bool post_recv(uint64_t wr_id, uint64_t addr, uint32_t len);

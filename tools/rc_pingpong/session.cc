@@ -14,11 +14,8 @@ constexpr uint64_t kSendWrid = 2;
 // Both sides send from and receive into buffers holding this byte (the original fills its
 // buffer with it and never changes it), so every byte received can be checked.
 constexpr uint8_t kFill = 0x7b;
-// ibv_rc_pingpong's QP attributes (pp_connect_ctx): what rxe will see from its peer.
-constexpr uint8_t kTimeout = 14;
-constexpr uint8_t kRetryCnt = 7;
-constexpr uint8_t kRnrRetry = 7;
-constexpr uint8_t kMinRnrTimer = 12;
+// ibv_rc_pingpong's READ limits (pp_connect_ctx), both ways; its other attributes are
+// raw_qp::rdma_core_attr's.
 constexpr uint8_t kMaxRdAtomic = 1;
 // The original waits forever; a test must not. Long enough for a guest under emulation.
 constexpr auto kStall = std::chrono::seconds(30);
@@ -71,14 +68,8 @@ bool Session::open() {
 }
 
 bool Session::connect(const Peer& peer) {
-  raw_qp::Path p;
-  p.mtu = opts_.mtu;
-  p.timeout = kTimeout;
-  p.retry_cnt = kRetryCnt;
-  p.rnr_retry = kRnrRetry;
-  p.min_rnr_timer = kMinRnrTimer;
-  p.max_rd_atomic = p.max_dest_rd_atomic = kMaxRdAtomic;
-  return qp_.connect({peer.dest.qpn, peer.dest.psn, peer.dest.gid, peer.tcp_ipv4}, p);
+  return qp_.connect({peer.dest.qpn, peer.dest.psn, peer.dest.gid, peer.tcp_ipv4},
+                     raw_qp::rdma_core_attr(opts_.mtu, kMaxRdAtomic, kMaxRdAtomic));
 }
 
 bool Session::post_recvs(uint32_t n) {

@@ -10,11 +10,6 @@
 namespace ndnic::ndperf::perftest {
 namespace {
 
-// perftest's QP attributes (ctx_modify_qp_to_rtr / _rts): what the peer's device sees from us.
-constexpr uint8_t kQpTimeout = 14;    ///< DEF_QP_TIME
-constexpr uint8_t kRetryCnt = 7;
-constexpr uint8_t kRnrRetry = 7;
-constexpr uint8_t kMinRnrTimer = 12;  ///< MIN_RNR_TIMER
 constexpr uint32_t kCqEntries = 2048;
 constexpr uint32_t kSqDepth = 256;
 constexpr uint32_t kPollBatch = 16;  ///< CTX_POLL_BATCH
@@ -98,16 +93,10 @@ bool Rdma::create(const Channel::Agreed& agreed) {
 
 bool Rdma::connect(const Dest& peer, uint32_t tcp_ipv4) {
   peer_ = peer;
-  raw_qp::Path p;
-  p.mtu = opts_.mtu;
-  p.timeout = kQpTimeout;
-  p.retry_cnt = kRetryCnt;
-  p.rnr_retry = kRnrRetry;
-  p.min_rnr_timer = kMinRnrTimer;
-  p.max_dest_rd_atomic = uint8_t(local_.out_reads);
   // perftest uses the peer's out_reads; a peer that allows more than we keep gets our most.
-  p.max_rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
-  return qp_.connect({peer.qpn, peer.psn, peer.gid, tcp_ipv4}, p);
+  const auto rd_atomic = uint8_t(std::clamp<uint16_t>(peer.out_reads, 1, kOutReads));
+  return qp_.connect({peer.qpn, peer.psn, peer.gid, tcp_ipv4},
+                     raw_qp::rdma_core_attr(opts_.mtu, rd_atomic, uint8_t(local_.out_reads)));
 }
 
 bool Rdma::post_recv(uint32_t size) {
