@@ -39,24 +39,9 @@ Config test_config() {
   return c;
 }
 
-/// A QP that records what the state machine asks of it.
-struct FakeQp : AppQp {
-  explicit FakeQp(uint32_t n) : n_(n) {}
-  uint32_t qpn() const override { return n_; }
-  bool to_rtr(const Connection& c) override {
-    log += "rtr ";
-    path = Path{c.peer_qpn, c.rq_psn, c.sq_psn, c.peer_ipv4, c.flow_label};
-    return !refuse_rtr;
-  }
-  bool to_rts(const Connection& c) override {
-    log += "rts ";
-    path = Path{c.peer_qpn, c.rq_psn, c.sq_psn, c.peer_ipv4, c.flow_label};
-    return true;
-  }
-  void to_error() override { log += "error "; }
-  bool failed() const override { return transport_failed; }
-
-  uint32_t n_;
+/// What the state machine asked of one QP: kept by the test, since a connection that ends
+/// takes its QP handle with it.
+struct QpRecord {
   std::string log;            ///< the transitions asked for, in order
   /// What the last RTR / RTS was given.
   struct Path {
@@ -64,6 +49,27 @@ struct FakeQp : AppQp {
   } path{};
   bool refuse_rtr = false;
   bool transport_failed = false;
+};
+
+/// A QP that records what the state machine asks of it.
+struct FakeQp : AppQp {
+  FakeQp(uint32_t n, QpRecord* r) : n_(n), r_(r) {}
+  uint32_t qpn() const override { return n_; }
+  bool to_rtr(const Connection& c) override {
+    r_->log += "rtr ";
+    r_->path = {c.peer_qpn, c.rq_psn, c.sq_psn, c.peer_ipv4, c.flow_label};
+    return !r_->refuse_rtr;
+  }
+  bool to_rts(const Connection& c) override {
+    r_->log += "rts ";
+    r_->path = {c.peer_qpn, c.rq_psn, c.sq_psn, c.peer_ipv4, c.flow_label};
+    return true;
+  }
+  void to_error() override { r_->log += "error "; }
+  bool failed() const override { return r_->transport_failed; }
+
+  uint32_t n_;
+  QpRecord* r_;
 };
 
 struct Sent {
@@ -155,9 +161,8 @@ class StateMachineTest : public ::testing::Test {
     p.src_port = 40000;
     p.private_data = connect_data_;
     p.defer_rtu = defer_rtu;
-    auto qp = std::make_unique<FakeQp>(kQpnA);
-    qpa = qp.get();
-    return a.sm.connect(p, std::move(qp), a.cb());
+    *qpa = {};
+    return a.sm.connect(p, std::make_unique<FakeQp>(kQpnA, qpa), a.cb());
   }
 
   /// B takes the request the REQ made.
@@ -171,9 +176,8 @@ class StateMachineTest : public ::testing::Test {
     accept_data_ = std::move(data);
     AcceptParams p;
     p.private_data = accept_data_;
-    auto qp = std::make_unique<FakeQp>(kQpnB);
-    qpb = qp.get();
-    return b.sm.accept(id, p, std::move(qp), b.cb());
+    *qpb = {};
+    return b.sm.accept(id, p, std::make_unique<FakeQp>(kQpnB, qpb), b.cb());
   }
 
   /// REQ, REP, RTU: both ends established. Returns (A's, B's) connection IDs.
@@ -196,8 +200,9 @@ class StateMachineTest : public ::testing::Test {
 
   End a{kIpA, 0x1000};
   End b{kIpB, 0x2000};
-  FakeQp* qpa = nullptr;
-  FakeQp* qpb = nullptr;
+  QpRecord rec_a, rec_b;
+  QpRecord* qpa = &rec_a;  ///< A's QP, as the connection moved it
+  QpRecord* qpb = &rec_b;
   std::vector<uint8_t> connect_data_, accept_data_;
 };
 
@@ -676,7 +681,8 @@ TEST_F(StateMachineTest, BacklogDropsRequestsUnanswered) {
   ConnectParams p;
   p.dest_ipv4 = kIpB;
   p.dest_port = kPort;
-  ASSERT_NE(c.sm.connect(p, std::make_unique<FakeQp>(0x33), c.cb()), 0u);
+  QpRecord rec_c;
+  ASSERT_NE(c.sm.connect(p, std::make_unique<FakeQp>(0x33, &rec_c), c.cb()), 0u);
   carry(c, b);
   EXPECT_TRUE(b.sent.empty()) << "dropped, not refused: the sender's retry may get in";
   EXPECT_EQ(b.sm.counters().requests_dropped, 1u);
