@@ -29,15 +29,9 @@ constexpr uint16_t kPort = 5000;
 constexpr uint32_t kQpnA = 0x11;
 constexpr uint32_t kQpnB = 0x22;
 
-/// Short timers: a REQ try is 2 * 1 ms + 128 ms, three retries.
-Config test_config() {
-  Config c;
-  c.cm_response_timeout = 15;
-  c.packet_life_time = 8;
-  c.max_cm_retries = 3;
-  c.ack_timeout = 14;
-  return c;
-}
+/// Short timers: a REQ try is 2 * 1 ms + 128 ms, three retries; an ACK timeout of 64 ms.
+const Config kTestConfig{
+    .cm_response_timeout = 15, .max_cm_retries = 3, .packet_life_time = 8, .ack_timeout = 14, .drop_tx = {}};
 
 /// What the state machine asked of one QP: kept by the test, since a connection that ends
 /// takes its QP handle with it.
@@ -83,7 +77,7 @@ struct Sent {
 /// events its application heard.
 class End : public Effects {
  public:
-  End(uint32_t ip, uint32_t seed, Config cfg = test_config()) : ip(ip), seed_(seed), sm(cfg, ip, 0xCA00 + ip, *this) {}
+  End(uint32_t ip, uint32_t seed, Config cfg = kTestConfig) : ip(ip), seed_(seed), sm(cfg, ip, 0xCA00 + ip, *this) {}
 
   void send(uint32_t dest, const uint8_t* mad, ConnId owner) override {
     Sent s{dest, {}, {}, owner};
