@@ -79,6 +79,7 @@ class Agent {
   /// given none); 0 for an unknown connection.
   uint16_t local_port(ConnId conn) const;
 
+  /// The connection's state; kIdle for an unknown (or forgotten) one.
   State state(ConnId conn) const;
   /// The peer's private data (REP's on the active side, REQ's user part on the passive side),
   /// for ND GetConnectionData. False for an unknown connection.

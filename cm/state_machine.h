@@ -43,28 +43,40 @@ class StateMachine {
   /// `ipv4` and `ca_guid` are our port's; `fx` outlives the state machine.
   StateMachine(const Config& cfg, uint32_t ipv4, uint64_t ca_guid, Effects& fx);
 
-  // ---- the application's calls (semantics: agent.h) ----
+  // ---- the application's calls (semantics: agent.h, method by method) ----
+  /// A listener on `port` (0: an ephemeral one); 0 when taken.
   uint16_t listen(uint16_t port, std::function<void(uint16_t)> on_request, size_t backlog);
+  /// The listener goes; its queued requests are rejected.
   void unlisten(uint16_t port);
   /// What take_request found on a port.
   enum class Take : uint8_t { kTaken, kEmpty, kNoListener };
   /// Takes the oldest request queued on `port` that is still waiting for an answer.
   Take take_request(uint16_t port, Request* out);
+  /// Requests queued on `port`, not yet taken.
   size_t pending_requests(uint16_t port) const;
-  /// Whether connect() would refuse `p` for its addresses or data alone (the QP aside).
+  /// Whether `p`'s addresses and data are ones connect() takes (the QP aside).
   static bool connect_args_ok(const ConnectParams& p);
-  /// REQ out, REQ_SENT; `qp` is the application's QP, already in INIT.
+  /// REQ out, REQ_SENT; `qp` is the application's QP, already in INIT (p.qp is not looked at).
   ConnId connect(const ConnectParams& p, std::unique_ptr<AppQp> qp, Callback cb);
+  /// REP_RCVD -> ESTABLISHED: QP to RTS, RTU out.
   bool complete_connect(ConnId id);
+  /// REQ_RCVD -> REP_SENT: `qp` to RTR and RTS, REP out (p.qp is not looked at).
   bool accept(ConnId id, const AcceptParams& p, std::unique_ptr<AppQp> qp, Callback cb);
+  /// A consumer REJ of the REQ (passive) or of the REP (active, REP_RCVD).
   bool reject(ConnId id, std::span<const uint8_t> private_data);
+  /// DREQ out, or a cancel (REJ) before the connection is up.
   bool disconnect(ConnId id);
+  /// Drops the connection's QP handle and callback.
   void detach(ConnId id);
+  /// Our rdma_cm port on the connection; 0 for an unknown one.
   uint16_t local_port(ConnId id) const;
+  /// The connection's state; kIdle for an unknown one.
   State state(ConnId id) const;
+  /// The peer's private data (REP's, or the REQ's user part).
   bool peer_private_data(ConnId id, std::vector<uint8_t>* out) const;
   /// The state machine's counts (MAD I/O adds its own).
   const Counters& counters() const { return counters_; }
+  /// Connection records kept, TIMEWAIT ones included.
   size_t connection_count() const { return conns_.size(); }
   /// Forgets every connection and queued request, silently (the agent stopped).
   void clear();
