@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cm/agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/status.h"
 #include "nic/nic.h"

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "cm/agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/status.h"
 

@@ -12,7 +12,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include "cm/agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
