@@ -11,7 +11,7 @@
 #include <memory>
 #include <mutex>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/agent.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
@@ -35,15 +35,15 @@ struct Registered {
   /// One per device (QP1 is unique), shared by its adapters. Owned here, not by the adapters:
   /// an adapter's last reference may go on the agent's own thread (a connector's callback),
   /// and the agent must never be destroyed there (it would join itself).
-  std::unique_ptr<CmAgent> cm;
+  std::unique_ptr<cm::Agent> cm;
 };
 std::mutex g_registry_mu;
 std::map<uint32_t, Registered> g_registry;  ///< by IPv4, host order
 
 }  // namespace
 
-bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm) {
-  auto agent = std::make_unique<CmAgent>(*dev, *port, cm ? *cm : CmConfig{});
+bool register_adapter(nic::Device* dev, glue::Port* port, const cm::Config* cm) {
+  auto agent = std::make_unique<cm::Agent>(*dev, *port, cm ? *cm : cm::Config{});
   if (!agent->start()) return false;
   std::lock_guard<std::mutex> g(g_registry_mu);
   g_registry[port->ipv4()] = {dev, port, std::move(agent)};
@@ -51,7 +51,7 @@ bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm) {
 }
 
 void unregister_adapter(glue::Port* port) {
-  std::unique_ptr<CmAgent> agent;
+  std::unique_ptr<cm::Agent> agent;
   {
     std::lock_guard<std::mutex> g(g_registry_mu);
     auto it = g_registry.find(port->ipv4());
@@ -62,7 +62,7 @@ void unregister_adapter(glue::Port* port) {
   agent.reset();  // waits for a callback in flight; outside the registry lock
 }
 
-NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm)
+NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, cm::Agent* cm)
     : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm), app_driven_(dev->app_driven()) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);

@@ -11,7 +11,7 @@
 #include <memory>
 #include <mutex>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/agent.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
 #include "nd_frontend/status.h"
@@ -20,17 +20,17 @@
 namespace ndnic::nd {
 namespace {
 
-HRESULT connect_status(const CmEvent& e) {
+HRESULT connect_status(const cm::Event& e) {
   switch (e.kind) {
-    case CmEventKind::kConnectResponse:
-    case CmEventKind::kEstablished:
+    case cm::EventKind::kConnectResponse:
+    case cm::EventKind::kEstablished:
       return ND_SUCCESS;
-    case CmEventKind::kRejected:
-    case CmEventKind::kRefused:  // nobody listens there (REJ 8), or any other refusal
+    case cm::EventKind::kRejected:
+    case cm::EventKind::kRefused:  // nobody listens there (REJ 8), or any other refusal
       return ND_CONNECTION_REFUSED;
-    case CmEventKind::kTimeout:
+    case cm::EventKind::kTimeout:
       return ND_TIMEOUT;
-    case CmEventKind::kUnreachable:
+    case cm::EventKind::kUnreachable:
       return ND_HOST_UNREACHABLE;
     default:
       return ND_CONNECTION_ABORTED;
@@ -125,13 +125,13 @@ class NdConnector final : public Unknown<INDConnector> {
     if (dest == INADDR_ANY) return STATUS_BAD_NETWORK_NAME;
     // Nothing can listen at the broadcast or multicast addresses, nor on port 0.
     if (dest == INADDR_BROADCAST || IN_MULTICAST(dest) || sa->sin_port == 0) return ND_INVALID_ADDRESS;
-    if (data_len > kCmConnectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
+    if (data_len > cm::kConnectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
     // A failed attempt (refused, timed out, canceled) may be retried on the same connector,
     // as the SDK's ndconn does after ND_TIMEOUT.
     if (state_ != State::kIdle && !(state_ == State::kFailed && !passive_)) return ND_CONNECTION_ACTIVE;
     auto* ep = static_cast<NdEndpoint*>(pep);
-    CmConnectParams p;
+    cm::ConnectParams p;
     p.qp = ep->qp();
     p.dest_ipv4 = dest;
     p.dest_port = ntohs(sa->sin_port);
@@ -143,7 +143,7 @@ class NdConnector final : public Unknown<INDConnector> {
     forget_connection();
     hold(ep);
     // Refused locally: the endpoint's QP is not fresh (connected, or flushed into ERROR).
-    const CmConnId id = agent().connect(p, callback());
+    const cm::ConnId id = agent().connect(p, callback());
     if (id == 0) return ND_INVALID_DEVICE_STATE;
     conn_ = id;
     state_ = State::kConnecting;
@@ -171,11 +171,11 @@ class NdConnector final : public Unknown<INDConnector> {
   HRESULT Accept(INDEndpoint* pep, const void* data, SIZE_T data_len, OVERLAPPED* ov) override {
     if (!pep || !ov) return ND_INVALID_PARAMETER;
     // Checked before anything else: the request stays acceptable after this error.
-    if (data_len > kCmAcceptDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
+    if (data_len > cm::kAcceptDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
     if (state_ != State::kRequested) return ND_CONNECTION_INVALID;
     auto* ep = static_cast<NdEndpoint*>(pep);
-    CmAcceptParams p;
+    cm::AcceptParams p;
     p.qp = ep->qp();
     p.private_data = {static_cast<const uint8_t*>(data), data_len};
     p.responder_resources = uint8_t(ep->limits().inbound_read_limit);
@@ -193,7 +193,7 @@ class NdConnector final : public Unknown<INDConnector> {
   }
 
   HRESULT Reject(const void* data, SIZE_T data_len) override {
-    if (data_len > kCmRejectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
+    if (data_len > cm::kRejectDataLen || (data_len && !data)) return ND_INVALID_BUFFER_SIZE;
     std::lock_guard<std::mutex> g(mu_);
     // The passive side before Accept, or the active side after Connect instead of
     // CompleteConnect (the v1 Reject page: either peer may reject).
@@ -298,7 +298,7 @@ class NdConnector final : public Unknown<INDConnector> {
   }
 
   /// The listener hands over a request (passive side).
-  void take_request(const CmRequest& r) {
+  void take_request(const cm::Request& r) {
     std::lock_guard<std::mutex> g(mu_);
     forget_connection();
     conn_ = r.conn;
@@ -365,10 +365,10 @@ class NdConnector final : public Unknown<INDConnector> {
     NdConnector* self = nullptr;
   };
 
-  CmAgent& agent() { return *adapter_->cm(); }
+  cm::Agent& agent() { return *adapter_->cm(); }
 
-  CmCallback callback() {
-    return [link = link_](const CmEvent& e) {
+  cm::Callback callback() {
+    return [link = link_](const cm::Event& e) {
       std::lock_guard<std::mutex> g(link->mu);
       if (link->self) link->self->on_event(e);
     };
@@ -389,33 +389,33 @@ class NdConnector final : public Unknown<INDConnector> {
     conn_ = 0;
   }
 
-  void on_event(const CmEvent& e) {
+  void on_event(const cm::Event& e) {
     std::lock_guard<std::mutex> g(mu_);
     if (e.conn != conn_) return;  // an attempt we abandoned
     switch (e.kind) {
-      case CmEventKind::kConnectResponse:
+      case cm::EventKind::kConnectResponse:
         if (state_ != State::kConnecting) break;
         state_ = State::kResponded;
         peer_data_ = e.private_data;
         have_data_ = true;
         finish(&connect_ov_, ND_SUCCESS);
         break;
-      case CmEventKind::kEstablished:
+      case cm::EventKind::kEstablished:
         if (state_ == State::kCompleting || state_ == State::kAccepting) state_ = State::kConnected;
         finish(&complete_ov_, ND_SUCCESS);
         break;
-      case CmEventKind::kDisconnected:
-      case CmEventKind::kDisconnectDone:
+      case cm::EventKind::kDisconnected:
+      case cm::EventKind::kDisconnectDone:
         disconnected_ = true;
         if (state_ != State::kFailed) state_ = State::kDisconnected;
         // A connection that ends before it was up fails the request still waiting for it.
         finish(&connect_ov_, ND_CONNECTION_ABORTED);
         finish(&complete_ov_, ND_CONNECTION_ABORTED);
         notified(ND_SUCCESS);
-        if (e.kind == CmEventKind::kDisconnectDone) finish(&disconnect_ov_, ND_SUCCESS);
+        if (e.kind == cm::EventKind::kDisconnectDone) finish(&disconnect_ov_, ND_SUCCESS);
         break;
       default: {  // refused, rejected, timeout, unreachable, error: the attempt is over
-        if (e.kind == CmEventKind::kRejected || e.kind == CmEventKind::kRefused) {
+        if (e.kind == cm::EventKind::kRejected || e.kind == cm::EventKind::kRefused) {
           peer_data_ = e.private_data;
           have_data_ = true;
         }
@@ -446,7 +446,7 @@ class NdConnector final : public Unknown<INDConnector> {
   std::shared_ptr<Link> link_ = std::make_shared<Link>();
   std::mutex mu_;
   State state_ = State::kIdle;
-  CmConnId conn_ = 0;
+  cm::ConnId conn_ = 0;
   NdEndpoint* ep_ = nullptr;  ///< the endpoint of our latest Connect or Accept (a reference)
   bool passive_ = false;
   bool disconnected_ = false;  ///< the connection is over (either side ended it)
@@ -509,7 +509,7 @@ class NdListen final : public Unknown<INDListen> {
   void match() {
     for (;;) {
       std::pair<NdConnector*, OVERLAPPED*> w;
-      CmRequest r;
+      cm::Request r;
       {
         std::lock_guard<std::mutex> g(mu_);
         const uint16_t port = port_.load(std::memory_order_acquire);

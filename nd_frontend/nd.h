@@ -11,17 +11,18 @@ class Device;
 namespace ndnic::glue {
 class Port;
 }
+namespace ndnic::cm {
+struct Config;
+}
 
 namespace ndnic::nd {
-
-struct CmConfig;
 
 /// Makes `dev` reachable through NdOpenV1Adapter at `port`'s IPv4 address and starts its
 /// connection manager on QP1 (rdma_cm's defaults unless `cm` says otherwise). The device runs
 /// on its worker lcores, or, opened without any (run to completion), on the application's
 /// threads: ND calls drive it (GetResults, the posts, every wait), and the connection manager's
 /// thread does every millisecond while none does.
-bool register_adapter(nic::Device* dev, glue::Port* port, const CmConfig* cm = nullptr);
+bool register_adapter(nic::Device* dev, glue::Port* port, const cm::Config* cm = nullptr);
 /// Stops the device's connection manager; every adapter opened on it must be released first.
 void unregister_adapter(glue::Port* port);
 

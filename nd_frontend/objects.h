@@ -15,11 +15,13 @@
 namespace ndnic::glue {
 class Port;
 }
+namespace ndnic::cm {
+class Agent;
+}
 
 namespace ndnic::nd {
 
 class NdCq;
-class CmAgent;
 
 /// Largest CQ (Query's MaxCqEntries): CreateCompletionQueue and Resize check against it.
 constexpr SIZE_T kMaxCqEntries = 65535;
@@ -37,7 +39,7 @@ struct MrRecord {
 
 class NdAdapter final : public Unknown<INDAdapterExt> {
  public:
-  NdAdapter(nic::Device* dev, glue::Port* port, CmAgent* cm);
+  NdAdapter(nic::Device* dev, glue::Port* port, cm::Agent* cm);
   HANDLE GetFileHandle() override { return nullptr; }
   HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
@@ -57,7 +59,7 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   nic::Device* dev() const { return dev_; }
   glue::Port* port() const { return port_; }
   uint32_t pd() const { return pd_; }
-  CmAgent* cm() const { return cm_; }
+  cm::Agent* cm() const { return cm_; }
   /// Run-to-completion: no worker lcore runs this adapter's device, its callers do.
   bool app_driven() const { return app_driven_; }
   /// Moves the engine when the application drives it (a no-op on worker lcores); true when it
@@ -82,7 +84,7 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   nic::Device* dev_;
   glue::Port* port_;
   uint32_t pd_;
-  CmAgent* cm_;  ///< owned by the adapter registry (nd.h): adapters go before unregister_adapter
+  cm::Agent* cm_;  ///< owned by the adapter registry (nd.h): adapters go before unregister_adapter
   bool app_driven_;
   int epoll_fd_ = -1;
   int stop_fd_ = -1;

@@ -25,9 +25,9 @@ if [ "${NDNIC_SANITIZE:-1}" != 0 ] && [ $# -eq 0 ]; then
   export ASAN_OPTIONS=detect_leaks=0  # DPDK's EAL keeps its allocations until exit by design
   if ninja -C "$asan" tests/wire/test_codec tests/wire/test_crc tests/nic/test_memory \
        tests/nic/test_fault tests/nic/test_backoff tests/nic/test_nic tests/nd_frontend/test_nd_frontend \
-       tests/nd_frontend/test_nd_connection tests/telemetry/test_telemetry tests/nd_frontend/test_nd_cm_hostile >/dev/null; then
+       tests/nd_frontend/test_nd_connection tests/telemetry/test_telemetry tests/cm/test_cm_hostile tests/cm/test_cm_state_machine >/dev/null; then
     meson test -C "$asan" --no-rebuild --print-errorlogs codec crc memory fault backoff nic_transport nd_frontend \
-      nd_frontend_rtc nd_connection nd_connection_rtc telemetry nd_cm_hostile || rc=1
+      nd_frontend_rtc nd_connection nd_connection_rtc telemetry nd_cm_hostile cm_state_machine || rc=1
     logs+=("$asan/meson-logs/testlog.json")
   else
     echo "sanitizer build failed"

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/status.h"
 #include "nic/nic.h"
@@ -41,8 +41,8 @@ constexpr SIZE_T kEntries = 8;
 /// CM timers of 2 * 1 ms + 2^(t-8) ms per try. The default (t = 18: 1 s per try, 8 retries)
 /// recovers a MAD lost on a loaded machine within a second and gives an application 9 s to
 /// answer a request; tests of a timeout change it.
-nd::CmConfig cm_config(uint8_t retries = 8, uint8_t response_timeout = 18) {
-  nd::CmConfig c;
+cm::Config cm_config(uint8_t retries = 8, uint8_t response_timeout = 18) {
+  cm::Config c;
   c.cm_response_timeout = response_timeout;
   c.packet_life_time = 8;
   c.max_cm_retries = retries;
@@ -116,7 +116,7 @@ class NdConn : public ::testing::Test {
 
   /// Starts the side's CM agent and opens its adapter with a CQ, a connector, an endpoint on
   /// that CQ (both directions) and its buffer registered.
-  void up(Side& s, const nd::CmConfig& cm = cm_config()) {
+  void up(Side& s, const cm::Config& cm = cm_config()) {
     ASSERT_TRUE(nd::register_adapter(&s.dev, &s.port, &cm));
     s.registered = true;
     ndnic::testing::NdSpec nd;
@@ -385,7 +385,7 @@ TEST_F(NdConn, ConnectionChurnOnSharedSplitCqs) {
       l->CancelOverlappedRequests();  // before ovr goes away with this frame
       FAIL() << "cycle " << i << ": GetConnectionRequest " << std::hex << hr;
     }
-    uint8_t data[nd::kCmConnectDataLen];
+    uint8_t data[cm::kConnectDataLen];
     SIZE_T len = sizeof data;
     ASSERT_EQ(c->GetConnectionData(nullptr, nullptr, data, &len), ND_SUCCESS);
     uint32_t tag;
@@ -558,7 +558,7 @@ TEST_F(NdConn, PassiveRejectCarriesDataAndTheEndpointFlushes) {
   char why[256];
   SIZE_T len = sizeof why;
   ASSERT_EQ(a.conn->GetConnectionData(nullptr, nullptr, why, &len), ND_SUCCESS);
-  EXPECT_EQ(len, nd::kCmRejectDataLen) << "a REJ's private data field is 148 bytes on the wire";
+  EXPECT_EQ(len, cm::kRejectDataLen) << "a REJ's private data field is 148 bytes on the wire";
   EXPECT_EQ(0, std::memcmp(why, "go away", 7));
   OVERLAPPED &ova = ov();
   EXPECT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_CONNECTION_INVALID) << "already rejected";
@@ -670,8 +670,8 @@ TEST_F(NdConn, PrivateDataLimits) {
   ND_ADAPTER_INFO info{};
   SIZE_T size = sizeof info;
   ASSERT_EQ(a.adapter->Query(1, &info, &size), ND_SUCCESS);
-  ASSERT_EQ(info.MaxCallerData, nd::kCmConnectDataLen);
-  ASSERT_EQ(info.MaxCalleeData, nd::kCmAcceptDataLen);
+  ASSERT_EQ(info.MaxCallerData, cm::kConnectDataLen);
+  ASSERT_EQ(info.MaxCalleeData, cm::kAcceptDataLen);
   std::vector<uint8_t> caller(info.MaxCallerData + 1), callee(info.MaxCalleeData + 1);
   for (size_t i = 0; i < caller.size(); i++) caller[i] = uint8_t(i + 1);
   for (size_t i = 0; i < callee.size(); i++) callee[i] = uint8_t(0xA0 ^ i);
@@ -690,7 +690,7 @@ TEST_F(NdConn, PrivateDataLimits) {
   ASSERT_EQ(b.conn->GetConnectionData(nullptr, nullptr, got.data(), &len), ND_SUCCESS);
   ASSERT_EQ(len, info.MaxCallerData);
   EXPECT_EQ(0, std::memcmp(got.data(), caller.data(), len));
-  const std::vector<uint8_t> too_long_reject(nd::kCmRejectDataLen + 1, 0x55);
+  const std::vector<uint8_t> too_long_reject(cm::kRejectDataLen + 1, 0x55);
   EXPECT_EQ(b.conn->Reject(too_long_reject.data(), too_long_reject.size()), ND_INVALID_BUFFER_SIZE);
   EXPECT_EQ(b.conn->Accept(b.ep, callee.data(), callee.size(), &ova), ND_INVALID_BUFFER_SIZE);
   // Neither error answered the request: it is still there to accept.
@@ -724,15 +724,15 @@ TEST_F(NdConn, ConnectionDataTruncatesIntoAShortBuffer) {
   uint8_t buf40[40] = {};
   SIZE_T len = sizeof buf40;
   EXPECT_EQ(b.conn->GetConnectionData(nullptr, nullptr, buf40, &len), ND_BUFFER_OVERFLOW);
-  EXPECT_EQ(len, nd::kCmConnectDataLen);
+  EXPECT_EQ(len, cm::kConnectDataLen);
   EXPECT_EQ(0, std::memcmp(buf40, sent, sizeof sent)) << "what fits is copied";
   len = 0;
   EXPECT_EQ(b.conn->GetConnectionData(nullptr, nullptr, nullptr, &len), ND_BUFFER_OVERFLOW);
-  EXPECT_EQ(len, nd::kCmConnectDataLen);
+  EXPECT_EQ(len, cm::kConnectDataLen);
   len = 64;
   EXPECT_EQ(b.conn->GetConnectionData(nullptr, nullptr, nullptr, &len), ND_BUFFER_OVERFLOW) << "no buffer";
-  EXPECT_EQ(len, nd::kCmConnectDataLen);
-  uint8_t full[nd::kCmConnectDataLen];
+  EXPECT_EQ(len, cm::kConnectDataLen);
+  uint8_t full[cm::kConnectDataLen];
   len = sizeof full;
   ASSERT_EQ(b.conn->GetConnectionData(nullptr, nullptr, full, &len), ND_SUCCESS);
   EXPECT_EQ(0, std::memcmp(full, sent, sizeof sent));

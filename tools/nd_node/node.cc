@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/status.h"
 
@@ -44,7 +44,7 @@ bool Node::open(const NodeConfig& c) {
     return false;
   }
   dev_open_ = true;
-  nd::CmConfig cm;
+  cm::Config cm;
   cm.rnr_retry_count = c.rnr_retry_count;
   if (!nd::register_adapter(&dev_, &port_, &cm)) {
     error_ = "registering the ND provider failed";

@@ -12,7 +12,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/cm.h"
 #include "nd_frontend/nd.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
@@ -66,7 +66,7 @@ bool Node::start_device() {
     std::fprintf(stderr, "ndperf %s: device: %s\n", who_.c_str(), dev_.error().c_str());
     return false;
   }
-  nd::CmConfig cm;
+  cm::Config cm;
   cm.path_mtu = mtu_;
   if (!nd::register_adapter(&dev_, &port_, &cm)) {
     dev_.close();

@@ -4,19 +4,19 @@
 #include <algorithm>
 #include <cstring>
 
-#include "nd_frontend/cm_conn.h"
+#include "cm/mads.h"
 #include "wire/headers.h"
 
-namespace ndnic::nd::cm_mads {
-namespace cm = wire::cm;
+namespace ndnic::cm::mads {
+namespace ib = wire::cm;
 namespace {
 
 constexpr uint16_t kPermissiveLid = 0xFFFF;
 constexpr uint16_t kDefaultPkey = 0xFFFF;
 constexpr uint8_t kTargetAckDelay = 15;  ///< rxe's ack_delay, which Linux puts in the REP
 
-cm::CmMad mad(uint64_t tid, cm::CmMessage msg) {
-  cm::CmMad m;
+ib::CmMad mad(uint64_t tid, ib::CmMessage msg) {
+  ib::CmMad m;
   m.hdr.tid = tid;
   m.msg = std::move(msg);
   return m;
@@ -44,19 +44,19 @@ uint64_t ca_guid(const uint8_t mac[6]) {
   return g;
 }
 
-cm::Gid v4_gid(uint32_t ipv4) {
-  cm::Gid g{};
+ib::Gid v4_gid(uint32_t ipv4) {
+  ib::Gid g{};
   g[10] = g[11] = 0xFF;
   wire::store_be32(g.data() + 12, ipv4);
   return g;
 }
 
-cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<const uint8_t> user_data) {
-  cm::CmReq r;
+ib::CmMad req(const Connection& c, const Config& cfg, uint64_t guid, std::span<const uint8_t> user_data) {
+  ib::CmReq r;
   r.local_comm_id = c.local_id;
-  r.service_id = cm::rdma_tcp_service_id(c.peer_port);
+  r.service_id = ib::rdma_tcp_service_id(c.peer_port);
   r.local_ca_guid = guid;
-  r.local_qpn = c.qp->qpn();
+  r.local_qpn = c.local_qpn;
   r.responder_resources = c.responder_resources;
   r.initiator_depth = c.initiator_depth;
   r.remote_cm_response_timeout = cfg.cm_response_timeout;
@@ -74,17 +74,17 @@ cm::CmMad req(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<con
   r.primary.flow_label = c.flow_label;
   r.primary.hop_limit = cfg.hop_limit;
   r.primary.local_ack_timeout = c.ack_timeout;
-  const cm::CmaHeader h = cm::CmaHeader::ipv4(c.local_ipv4, c.peer_ipv4, c.local_port);
-  cm::encode_cma_header(h, r.private_data.data(), r.private_data.size());
-  copy_data(&r.private_data, cm::kCmaHdrLen, user_data);
+  const ib::CmaHeader h = ib::CmaHeader::ipv4(c.local_ipv4, c.peer_ipv4, c.local_port);
+  ib::encode_cma_header(h, r.private_data.data(), r.private_data.size());
+  copy_data(&r.private_data, ib::kCmaHdrLen, user_data);
   return mad(c.tid, r);
 }
 
-cm::CmMad rep(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<const uint8_t> user_data) {
-  cm::CmRep r;
+ib::CmMad rep(const Connection& c, const Config& cfg, uint64_t guid, std::span<const uint8_t> user_data) {
+  ib::CmRep r;
   r.local_comm_id = c.local_id;
   r.remote_comm_id = c.remote_id;
-  r.local_qpn = c.qp->qpn();
+  r.local_qpn = c.local_qpn;
   r.starting_psn = c.rq_psn;  // what we expect: the active side sends from it
   r.responder_resources = c.responder_resources;
   r.initiator_depth = c.initiator_depth;
@@ -95,16 +95,16 @@ cm::CmMad rep(const CmConn& c, const CmConfig& cfg, uint64_t guid, std::span<con
   return mad(c.tid, r);
 }
 
-cm::CmMad rtu(const CmConn& c) {
-  cm::CmRtu r;
+ib::CmMad rtu(const Connection& c) {
+  ib::CmRtu r;
   r.local_comm_id = c.local_id;
   r.remote_comm_id = c.remote_id;
   return mad(c.tid, r);
 }
 
-cm::CmMad rej(uint64_t tid, uint32_t local_id, uint32_t remote_id, uint8_t msg, uint16_t reason,
+ib::CmMad rej(uint64_t tid, uint32_t local_id, uint32_t remote_id, uint8_t msg, uint16_t reason,
               std::span<const uint8_t> user_data, uint64_t ari_guid) {
-  cm::CmRej r;
+  ib::CmRej r;
   r.local_comm_id = local_id;
   r.remote_comm_id = remote_id;
   r.message_rejected = msg;
@@ -117,19 +117,19 @@ cm::CmMad rej(uint64_t tid, uint32_t local_id, uint32_t remote_id, uint8_t msg, 
   return mad(tid, r);
 }
 
-cm::CmMad dreq(const CmConn& c) {
-  cm::CmDreq r;
+ib::CmMad dreq(const Connection& c) {
+  ib::CmDreq r;
   r.local_comm_id = c.local_id;
   r.remote_comm_id = c.remote_id;
   r.remote_qpn_eecn = c.peer_qpn;
   return mad(c.tid, r);
 }
 
-cm::CmMad drep(uint64_t tid, uint32_t local_id, uint32_t remote_id) {
-  cm::CmDrep r;
+ib::CmMad drep(uint64_t tid, uint32_t local_id, uint32_t remote_id) {
+  ib::CmDrep r;
   r.local_comm_id = local_id;
   r.remote_comm_id = remote_id;
   return mad(tid, r);
 }
 
-}  // namespace ndnic::nd::cm_mads
+}  // namespace ndnic::cm::mads

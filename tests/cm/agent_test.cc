@@ -16,21 +16,21 @@
 #include <string>
 #include <thread>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/agent.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/cm/pair.h"
 #include "tests/fixtures/node_pair.h"
-#include "tests/nd_frontend/cm_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/opcode.h"
 #include "wire/packet.h"
 #include "wire/pcap_file.h"
 
-namespace ndnic::nd::testing {
+namespace ndnic::cm::testing {
 namespace {
 
-namespace cm = wire::cm;
+namespace ib = wire::cm;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -41,8 +41,8 @@ constexpr size_t kBuf = 1 << 16;
 constexpr int kWaitMs = 10000;              // generous: two busy pollers share two CPUs
 
 /// Short CM timers so that lost MADs are retried quickly: 2 * 1 ms + 128 ms per try.
-CmConfig fast_config(uint8_t retries = 4, uint8_t response_timeout = 15) {
-  CmConfig c;
+Config fast_config(uint8_t retries = 4, uint8_t response_timeout = 15) {
+  Config c;
   c.cm_response_timeout = response_timeout;
   c.packet_life_time = 8;
   c.max_cm_retries = retries;
@@ -53,7 +53,7 @@ CmConfig fast_config(uint8_t retries = 4, uint8_t response_timeout = 15) {
 }
 
 /// For the tests where nothing is lost: 1 s per try, so a loaded machine does not retransmit.
-CmConfig calm_config() { return fast_config(4, 18); }
+Config calm_config() { return fast_config(4, 18); }
 
 std::vector<uint8_t> text(const char* s) { return std::vector<uint8_t>(s, s + std::strlen(s)); }
 
@@ -98,10 +98,10 @@ class CmAgentTest : public CmPairTest<CmNode> {
     unlink(capture_.c_str());
   }
 
-  void make_agent(Node& n, CmConfig cfg = calm_config()) {
-    n.cm = std::make_unique<CmAgent>(n.dev, n.port, std::move(cfg));
+  void make_agent(Node& n, Config cfg = calm_config()) {
+    n.cm = std::make_unique<Agent>(n.dev, n.port, std::move(cfg));
   }
-  void start_agents(CmConfig ca = calm_config(), CmConfig cb = calm_config()) {
+  void start_agents(Config ca = calm_config(), Config cb = calm_config()) {
     make_agent(a, std::move(ca));
     make_agent(b, std::move(cb));
     ASSERT_TRUE(a.cm->start()) << a.cm->error();
@@ -128,17 +128,17 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
   ASSERT_NE(port, 0);
   EXPECT_EQ(b.cm->listen(port), 0) << "one listener per port";
   const auto hello_a = text("hello from A"), hello_b = text("and hello from B");
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = port;
   p.private_data = hello_a;
   p.responder_resources = 3;
   p.initiator_depth = 2;
-  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
 
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
   EXPECT_EQ(r.listen_port, port);
   EXPECT_EQ(r.peer_ipv4, kIpA);
@@ -148,28 +148,28 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
   EXPECT_EQ(r.responder_resources, 3);
   EXPECT_EQ(r.initiator_depth, 2);
   EXPECT_EQ(r.path_mtu, 1024u);
-  EXPECT_EQ(r.private_data.size(), kCmConnectDataLen);
+  EXPECT_EQ(r.private_data.size(), kConnectDataLen);
   EXPECT_TRUE(starts_with(r.private_data, hello_a));
-  EXPECT_EQ(b.cm->state(r.conn), CmState::kReqRcvd);
+  EXPECT_EQ(b.cm->state(r.conn), State::kReqRcvd);
 
-  CmAcceptParams ap;
+  AcceptParams ap;
   ap.qp = b.qp;
   ap.private_data = hello_b;
   ap.responder_resources = 4;  // clamped to the REQ's initiator depth (2)
   ap.initiator_depth = 4;      // clamped to the REQ's responder resources (3)
   ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-  CmEvent ea, eb;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished, kCmWaitMs, &ea)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished, kCmWaitMs, &eb)) << b.ev.kinds();
+  Event ea, eb;
+  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished, kCmWaitMs, &ea)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished, kCmWaitMs, &eb)) << b.ev.kinds();
   EXPECT_EQ(ea.conn, ida);
-  EXPECT_EQ(ea.private_data.size(), kCmAcceptDataLen);
+  EXPECT_EQ(ea.private_data.size(), kAcceptDataLen);
   EXPECT_TRUE(starts_with(ea.private_data, hello_b));
   EXPECT_TRUE(starts_with(eb.private_data, hello_a));
   std::vector<uint8_t> got;
   ASSERT_TRUE(a.cm->peer_private_data(ida, &got));
   EXPECT_TRUE(starts_with(got, hello_b));
-  EXPECT_EQ(a.cm->state(ida), CmState::kEstablished);
-  EXPECT_EQ(b.cm->state(r.conn), CmState::kEstablished);
+  EXPECT_EQ(a.cm->state(ida), State::kEstablished);
+  EXPECT_EQ(b.cm->state(r.conn), State::kEstablished);
   EXPECT_EQ(a.qp->state(), nic::QpState::kRts);
   EXPECT_EQ(b.qp->state(), nic::QpState::kRts);
   traffic();
@@ -177,8 +177,8 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
   // A disconnects: B is told, both QPs end in ERROR, B's posted receive is flushed.
   ASSERT_TRUE(b.qp->post_recv(recv(b, 0, 64, 77)));
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kDisconnected)) << b.ev.kinds();
   EXPECT_EQ(a.qp->state(), nic::QpState::kError);
   EXPECT_TRUE(qp_reaches(b.qp, nic::QpState::kError));
   nic::Completion c;
@@ -189,34 +189,34 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
 
 TEST_F(CmAgentTest, DisconnectFromThePassiveSide) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   ASSERT_TRUE(b.cm->disconnect(idb));
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnectDone)) << b.ev.kinds();
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnected)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kDisconnectDone)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnected)) << a.ev.kinds();
   EXPECT_EQ(b.qp->state(), nic::QpState::kError);
   EXPECT_TRUE(qp_reaches(a.qp, nic::QpState::kError));
   // A disconnecting afterwards (ND Disconnect after NotifyDisconnect) completes at once.
   ASSERT_TRUE(a.cm->disconnect(ida));
-  EXPECT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  EXPECT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
   // TIMEWAIT ends and the connections are forgotten.
   const auto end = Clock::now() + 5s;
-  while ((a.cm->state(ida) != CmState::kIdle || b.cm->state(idb) != CmState::kIdle) && Clock::now() < end)
+  while ((a.cm->state(ida) != State::kIdle || b.cm->state(idb) != State::kIdle) && Clock::now() < end)
     std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(a.cm->state(ida), CmState::kIdle);
-  EXPECT_EQ(b.cm->state(idb), CmState::kIdle);
+  EXPECT_EQ(a.cm->state(ida), State::kIdle);
+  EXPECT_EQ(b.cm->state(idb), State::kIdle);
 }
 
 TEST_F(CmAgentTest, NobodyListeningIsRefusedWithInvalidServiceId) {
   start_agents();
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = 4242;
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  CmEvent e;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kRefused, kCmWaitMs, &e)) << a.ev.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejInvalidServiceId);
+  Event e;
+  ASSERT_TRUE(a.ev.wait(EventKind::kRefused, kCmWaitMs, &e)) << a.ev.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejInvalidServiceId);
   EXPECT_EQ(a.qp->state(), nic::QpState::kInit) << "left for another try";
   EXPECT_EQ(b.cm->counters().rejects_sent, 1u);
 }
@@ -225,22 +225,22 @@ TEST_F(CmAgentTest, ConsumerRejectCarriesPrivateData) {
   start_agents();
   const uint16_t port = b.cm->listen(7174);
   ASSERT_EQ(port, 7174);
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = port;
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
   const auto why = text("go away");
   ASSERT_TRUE(b.cm->reject(r.conn, why));
-  CmAcceptParams ap;
+  AcceptParams ap;
   ap.qp = b.qp;
   EXPECT_FALSE(b.cm->accept(r.conn, ap, {})) << "already answered";
-  CmEvent e;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << a.ev.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
-  EXPECT_EQ(e.private_data.size(), kCmRejectDataLen);
+  Event e;
+  ASSERT_TRUE(a.ev.wait(EventKind::kRejected, kCmWaitMs, &e)) << a.ev.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejConsumerDefined);
+  EXPECT_EQ(e.private_data.size(), kRejectDataLen);
   EXPECT_TRUE(starts_with(e.private_data, why));
   EXPECT_FALSE(b.cm->get_request(port, &r, 0)) << "no second request";
 }
@@ -252,23 +252,23 @@ TEST_F(CmAgentTest, LostReqIsRetransmitted) {
   make_agent(b, fast_config(8));
   ASSERT_TRUE(a.cm->start());
   ASSERT_EQ(b.cm->listen(7174), 7174);
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = 7174;
-  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
   const auto end = Clock::now() + 5s;
   while (b.dev.counters().unknown_qp == 0 && Clock::now() < end) std::this_thread::sleep_for(1ms);
   ASSERT_GT(b.dev.counters().unknown_qp, 0u) << "the first REQ never reached B";
   ASSERT_TRUE(b.cm->start());
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(7174, &r, kWaitMs));
-  CmAcceptParams ap;
+  AcceptParams ap;
   ap.qp = b.qp;
   ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   EXPECT_GE(a.cm->counters().retransmits, 1u);
   traffic();
 }
@@ -277,11 +277,11 @@ TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
   // B loses its first REP, A its first RTU. A's REQ retry meets B in REP_SENT: the REP again.
   // B's REP retry meets A in ESTABLISHED: the RTU again (Linux cm_dup_rep_handler).
   std::atomic<int> reps{0}, rtus{0};
-  CmConfig ca = fast_config(8), cb = fast_config(8);
-  ca.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRtu && rtus++ == 0; };
-  cb.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRep && reps++ == 0; };
+  Config ca = fast_config(8), cb = fast_config(8);
+  ca.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRtu && rtus++ == 0; };
+  cb.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRep && reps++ == 0; };
   start_agents(std::move(ca), std::move(cb));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   EXPECT_EQ(a.cm->counters().dropped_tx, 1u);
   EXPECT_EQ(b.cm->counters().dropped_tx, 1u);
@@ -298,10 +298,10 @@ TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
 class RnrRetryCountTest : public CmAgentTest {
  protected:
   void sender_gives_up_at_once(bool passive_asks) {
-    CmConfig ca = calm_config(), cb = calm_config();
+    Config ca = calm_config(), cb = calm_config();
     (passive_asks ? cb : ca).rnr_retry_count = 0;
     start_agents(std::move(ca), std::move(cb));
-    CmConnId ida, idb;
+    ConnId ida, idb;
     establish(&ida, &idb);
     Node& sender = passive_asks ? a : b;
     ASSERT_TRUE(sender.qp->post_send(wr(sender, nic::WrOpcode::kSend, 0, 64, 9)));
@@ -317,29 +317,29 @@ TEST_F(RnrRetryCountTest, ThePassiveSideUsesTheReqs) { sender_gives_up_at_once(/
 
 TEST_F(CmAgentTest, LostDrepIsAnsweredAgainFromTimewait) {
   std::atomic<int> dreps{0};
-  CmConfig cb = fast_config(8);
-  cb.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrDrep && dreps++ == 0; };
+  Config cb = fast_config(8);
+  cb.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDrep && dreps++ == 0; };
   start_agents(fast_config(8), std::move(cb));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kDisconnected)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
   EXPECT_GE(a.cm->counters().retransmits, 1u) << "the DREQ again";
   EXPECT_GE(b.cm->counters().duplicates, 1u) << "the DREP again, from TIMEWAIT";
 }
 
 TEST_F(CmAgentTest, DeferredRtuForNdCompleteConnect) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
-  EXPECT_EQ(a.cm->state(ida), CmState::kRepRcvd);
+  ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();
+  EXPECT_EQ(a.cm->state(ida), State::kRepRcvd);
   EXPECT_EQ(a.qp->state(), nic::QpState::kRtr);
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, 50)) << "no RTU yet";
+  EXPECT_FALSE(b.ev.wait(EventKind::kEstablished, 50)) << "no RTU yet";
   ASSERT_TRUE(a.cm->complete_connect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   traffic();
 }
 
@@ -347,13 +347,13 @@ TEST_F(CmAgentTest, PeerWithoutCmTimesOut) {
   // B's engine runs but has no QP1: every REQ is dropped there.
   make_agent(a, fast_config(2));
   ASSERT_TRUE(a.cm->start());
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = 7174;
   const auto t0 = Clock::now();
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kTimeout)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kTimeout)) << a.ev.kinds();
   const auto took = Clock::now() - t0;
   // Three tries of 2 * 1 ms + 128 ms each.
   EXPECT_GE(took, 390ms);
@@ -365,82 +365,82 @@ TEST_F(CmAgentTest, PeerWithoutCmTimesOut) {
 TEST_F(CmAgentTest, AddressThatDoesNotAnswerIsUnreachable) {
   make_agent(a, fast_config(15));
   ASSERT_TRUE(a.cm->start());
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpNobody;
   p.dest_port = 7174;
   const auto t0 = Clock::now();
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kUnreachable)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kUnreachable)) << a.ev.kinds();
   EXPECT_LT(Clock::now() - t0, 5s) << "ARP gives up after 5 x 200 ms";
 }
 
 TEST_F(CmAgentTest, PeerThatVanishesStillEndsTheDisconnect) {
   start_agents(fast_config(2), fast_config(2));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   b.cm->stop();  // B's host is gone as far as the CM goes
   const auto t0 = Clock::now();
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
   EXPECT_GE(Clock::now() - t0, 390ms) << "after the DREQ's retries";
   EXPECT_EQ(a.qp->state(), nic::QpState::kError);
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, 0));
+  EXPECT_FALSE(b.ev.wait(EventKind::kDisconnected, 0));
 }
 
 // ---- giving up before the RTU (ND Reject / Release on the active side) ---------------------
 
 TEST_F(CmAgentTest, ActiveSideRejectsTheRep) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();
   const auto why = text("limits not acceptable");
   ASSERT_TRUE(a.cm->reject(ida, why));
   EXPECT_EQ(a.qp->state(), nic::QpState::kError) << "the QP was in RTR with the REP's values";
-  EXPECT_EQ(a.cm->state(ida), CmState::kTimewait);
+  EXPECT_EQ(a.cm->state(ida), State::kTimewait);
   EXPECT_FALSE(a.cm->reject(ida, {})) << "once";
   EXPECT_FALSE(a.cm->complete_connect(ida));
-  CmEvent e;
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
+  Event e;
+  ASSERT_TRUE(b.ev.wait(EventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejConsumerDefined);
   EXPECT_TRUE(starts_with(e.private_data, why));
   EXPECT_TRUE(qp_reaches(b.qp, nic::QpState::kError));
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, 0));
+  EXPECT_FALSE(b.ev.wait(EventKind::kEstablished, 0));
 }
 
 TEST_F(CmAgentTest, DisconnectBeforeCompleteConnectIsAReject) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
   // Linux cm_destroy_id in REP_RCVD: a consumer REJ, which ends B's accept at once (not a
   // DREQ, and not B's REP retries running out: kDisconnected or kTimeout).
-  CmEvent e;
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejConsumerDefined);
+  Event e;
+  ASSERT_TRUE(b.ev.wait(EventKind::kRejected, kCmWaitMs, &e)) << b.ev.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejConsumerDefined);
   EXPECT_EQ(a.qp->state(), nic::QpState::kError);
 }
 
 TEST_F(CmAgentTest, LostRejOfTheRepIsSentAgain) {
   // A's REJ of the REP is lost: B's REP retry finds A in TIMEWAIT and gets the REJ again.
   std::atomic<int> rejs{0};
-  CmConfig ca = fast_config(8);
-  ca.drop_tx = [&](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrRej && rejs++ == 0; };
+  Config ca = fast_config(8);
+  ca.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRej && rejs++ == 0; };
   // A's TIMEWAIT (ACK timeout + its REQ timer: 1074 + 130 ms) far over B's REP retry period
   // (128 ms), so that the retry finds it even on a loaded machine (with 256 + 130 ms it did
   // not, once, at load 7). After TIMEWAIT the REP would get a REJ all the same (unknown comm
   // ID: kRefused), just not this one.
   ca.ack_timeout = 18;
   start_agents(std::move(ca), fast_config(8));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();
   ASSERT_TRUE(a.cm->reject(ida, {}));
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kRejected)) << b.ev.kinds();
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kTimeout, 0));
+  ASSERT_TRUE(b.ev.wait(EventKind::kRejected)) << b.ev.kinds();
+  EXPECT_FALSE(b.ev.wait(EventKind::kTimeout, 0));
   EXPECT_GE(rejs.load(), 2);
   EXPECT_GE(b.cm->counters().retransmits, 1u) << "the REP again";
   EXPECT_GE(a.cm->counters().duplicates, 1u) << "the REJ again, from TIMEWAIT";
@@ -450,22 +450,22 @@ TEST_F(CmAgentTest, RequestWithdrawnByItsSenderCannotBeAnswered) {
   start_agents();
   const uint16_t port = b.cm->listen(0);
   ASSERT_NE(port, 0);
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = port;
-  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
   // A gives up while B holds the request: its REJ names only A's comm ID.
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
   EXPECT_EQ(a.qp->state(), nic::QpState::kInit) << "left for another try";
   const auto end = Clock::now() + std::chrono::milliseconds(kWaitMs);
-  while (b.cm->state(r.conn) == CmState::kReqRcvd && Clock::now() < end) std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(b.cm->state(r.conn), CmState::kTimewait);
-  CmAcceptParams ap;
+  while (b.cm->state(r.conn) == State::kReqRcvd && Clock::now() < end) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(b.cm->state(r.conn), State::kTimewait);
+  AcceptParams ap;
   ap.qp = b.qp;
   EXPECT_FALSE(b.cm->accept(r.conn, ap, b.ev.cb())) << "no REP to a peer that gave up";
   EXPECT_FALSE(b.cm->reject(r.conn, {}));
@@ -479,7 +479,7 @@ TEST_F(CmAgentTest, RequestWithdrawnByItsSenderCannotBeAnswered) {
     return b.cm->counters().mads_received >= n;
   };
   const uint64_t before = b.cm->counters().mads_received;
-  const CmConnId ida2 = a.cm->connect(p, a.ev.cb());
+  const ConnId ida2 = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida2, 0u);
   ASSERT_TRUE(received(before + 1));  // the REQ, queued
   ASSERT_TRUE(a.cm->disconnect(ida2));
@@ -489,31 +489,31 @@ TEST_F(CmAgentTest, RequestWithdrawnByItsSenderCannotBeAnswered) {
 
 TEST_F(CmAgentTest, DetachedConnectionLeavesTheQpAlone) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   EXPECT_GE(a.cm->local_port(ida), 32768) << "the ephemeral port rdma_cm would bind";
   EXPECT_EQ(a.cm->local_port(0), 0);
   a.cm->detach(ida);
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kDisconnected)) << b.ev.kinds();
   EXPECT_EQ(a.qp->state(), nic::QpState::kRts) << "the agent no longer moves it";
-  EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnectDone, 200)) << "nor calls back";
+  EXPECT_FALSE(a.ev.wait(EventKind::kDisconnectDone, 200)) << "nor calls back";
 }
 
 // ---- on the wire --------------------------------------------------------------------------
 
 struct WireMad {
   bool from_a;
-  cm::CmMad mad;
+  ib::CmMad mad;
 };
 
 TEST_F(CmAgentTest, MadsOnTheWireAreRdmaCms) {
   start_agents();
-  CmConnId ida, idb;
+  ConnId ida, idb;
   establish(&ida, &idb);
   traffic();
   ASSERT_TRUE(a.cm->disconnect(ida));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone));
+  ASSERT_TRUE(a.ev.wait(EventKind::kDisconnectDone));
   const uint32_t qpn_a = a.qp->qpn(), qpn_b = b.qp->qpn();
   a.cm.reset();
   a.dev.close();
@@ -532,35 +532,35 @@ TEST_F(CmAgentTest, MadsOnTheWireAreRdmaCms) {
       rc.push_back(p);
       continue;
     }
-    EXPECT_EQ(p.bth.dest_qp, cm::kGsiQpn);
-    EXPECT_EQ(p.deth.src_qp, cm::kGsiQpn);
-    EXPECT_EQ(p.deth.qkey, cm::kGsiQkey);
+    EXPECT_EQ(p.bth.dest_qp, ib::kGsiQpn);
+    EXPECT_EQ(p.deth.src_qp, ib::kGsiQpn);
+    EXPECT_EQ(p.deth.qkey, ib::kGsiQkey);
     WireMad m{p.ip4.src == kIpA, {}};
-    ASSERT_EQ(cm::decode_cm_mad(p.payload, p.payload_len, &m.mad), cm::CmError::kOk);
+    ASSERT_EQ(ib::decode_cm_mad(p.payload, p.payload_len, &m.mad), ib::CmError::kOk);
     // A slow machine may retransmit; the copies are byte-identical, keep the first.
     if (std::none_of(mads.begin(), mads.end(), [&](const WireMad& w) { return w.mad.hdr.attr_id == m.mad.hdr.attr_id; }))
       mads.push_back(m);
   }
   // As in rping's cm.pcap: REQ, REP, RTU, DREQ, DREP, one TID.
   ASSERT_EQ(mads.size(), 5u);
-  const uint16_t order[] = {cm::kAttrReq, cm::kAttrRep, cm::kAttrRtu, cm::kAttrDreq, cm::kAttrDrep};
+  const uint16_t order[] = {ib::kAttrReq, ib::kAttrRep, ib::kAttrRtu, ib::kAttrDreq, ib::kAttrDrep};
   const bool from_a[] = {true, false, true, true, false};
   for (size_t i = 0; i < 5; i++) {
     EXPECT_EQ(mads[i].mad.hdr.attr_id, order[i]) << i;
     EXPECT_EQ(mads[i].from_a, from_a[i]) << i;
-    EXPECT_EQ(mads[i].mad.hdr.method, cm::kMethodSend);
+    EXPECT_EQ(mads[i].mad.hdr.method, ib::kMethodSend);
     EXPECT_EQ(mads[i].mad.hdr.tid, mads[0].mad.hdr.tid);
   }
-  const auto& req = std::get<cm::CmReq>(mads[0].mad.msg);
-  const auto& rep = std::get<cm::CmRep>(mads[1].mad.msg);
-  const auto& rtu = std::get<cm::CmRtu>(mads[2].mad.msg);
-  const auto& dreq = std::get<cm::CmDreq>(mads[3].mad.msg);
-  const auto& drep = std::get<cm::CmDrep>(mads[4].mad.msg);
+  const auto& req = std::get<ib::CmReq>(mads[0].mad.msg);
+  const auto& rep = std::get<ib::CmRep>(mads[1].mad.msg);
+  const auto& rtu = std::get<ib::CmRtu>(mads[2].mad.msg);
+  const auto& dreq = std::get<ib::CmDreq>(mads[3].mad.msg);
+  const auto& drep = std::get<ib::CmDrep>(mads[4].mad.msg);
 
   uint16_t ps = 0, port = 0;
-  ASSERT_TRUE(cm::parse_rdma_service_id(req.service_id, &ps, &port));
-  EXPECT_EQ(ps, cm::kRdmaPsTcp);
-  EXPECT_EQ(req.service_id, cm::rdma_tcp_service_id(port));
+  ASSERT_TRUE(ib::parse_rdma_service_id(req.service_id, &ps, &port));
+  EXPECT_EQ(ps, ib::kRdmaPsTcp);
+  EXPECT_EQ(req.service_id, ib::rdma_tcp_service_id(port));
   EXPECT_EQ(req.local_qpn, qpn_a);
   EXPECT_EQ(req.transport_service_type, 0);
   EXPECT_EQ(req.pkey, 0xFFFF);
@@ -573,14 +573,14 @@ TEST_F(CmAgentTest, MadsOnTheWireAreRdmaCms) {
   EXPECT_EQ(req.primary.local_lid, 0xFFFF);
   EXPECT_EQ(req.primary.remote_lid, 0xFFFF);
   EXPECT_EQ(req.primary.hop_limit, 64);
-  cm::Gid ga{}, gb{};
+  ib::Gid ga{}, gb{};
   ga[10] = ga[11] = gb[10] = gb[11] = 0xFF;
   wire::store_be32(ga.data() + 12, kIpA);
   wire::store_be32(gb.data() + 12, kIpB);
   EXPECT_EQ(req.primary.local_gid, ga);
   EXPECT_EQ(req.primary.remote_gid, gb);
-  cm::CmaHeader cma;
-  ASSERT_EQ(cm::decode_cma_header(req.private_data.data(), req.private_data.size(), &cma), cm::CmError::kOk);
+  ib::CmaHeader cma;
+  ASSERT_EQ(ib::decode_cma_header(req.private_data.data(), req.private_data.size(), &cma), ib::CmError::kOk);
   EXPECT_EQ(cma.version, 0);
   EXPECT_EQ(cma.ip_version, 4);
   EXPECT_EQ(cma.src_ipv4(), kIpA);
@@ -617,4 +617,4 @@ TEST_F(CmAgentTest, MadsOnTheWireAreRdmaCms) {
 }
 
 }  // namespace
-}  // namespace ndnic::nd::testing
+}  // namespace ndnic::cm::testing

@@ -24,23 +24,23 @@
 #include <tuple>
 #include <vector>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/agent.h"
 #include "nd_frontend/nd.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/status.h"
 #include "nic/nic.h"
 #include "pmd_glue/arp.h"
 #include "pmd_glue/pmd_glue.h"
+#include "tests/cm/pair.h"
 #include "tests/fixtures/node_pair.h"
-#include "tests/nd_frontend/cm_pair.h"
 #include "wire/cm_mad.h"
 #include "wire/headers.h"
 #include "wire/packet.h"
 
-namespace ndnic::nd::testing {
+namespace ndnic::cm::testing {
 namespace {
 
-namespace cm = wire::cm;
+namespace ib = wire::cm;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -56,8 +56,8 @@ constexpr int kWaitMs = 10000;  // generous: two busy pollers and two agents sha
 constexpr int kInjectWindow = 16;
 
 /// 1 s per CM try (2 * 1 ms + 1024 ms), 4 retries: nothing is retransmitted on a loaded machine.
-CmConfig calm_config() {
-  CmConfig c;
+Config calm_config() {
+  Config c;
   c.cm_response_timeout = 18;
   c.packet_life_time = 8;
   c.max_cm_retries = 4;
@@ -75,15 +75,15 @@ struct Source {
 
 Source third(size_t i) { return {kIpThird[i % kIpThird.size()], third_mac(i % kIpThird.size())}; }
 
-cm::CmMad mad_of(cm::CmMessage msg, uint64_t tid = 0x600DF00D) {
-  cm::CmMad m;
+ib::CmMad mad_of(ib::CmMessage msg, uint64_t tid = 0x600DF00D) {
+  ib::CmMad m;
   m.hdr.tid = tid;
   m.msg = std::move(msg);
   return m;
 }
 
-cm::CmMad rej(uint32_t local, uint32_t remote, uint16_t reason, uint8_t msg = cm::kMsgOther) {
-  cm::CmRej r;
+ib::CmMad rej(uint32_t local, uint32_t remote, uint16_t reason, uint8_t msg = ib::kMsgOther) {
+  ib::CmRej r;
   r.local_comm_id = local;
   r.remote_comm_id = remote;
   r.reason = reason;
@@ -91,30 +91,30 @@ cm::CmMad rej(uint32_t local, uint32_t remote, uint16_t reason, uint8_t msg = cm
   return mad_of(r);
 }
 
-cm::CmMad dreq(uint32_t local, uint32_t remote, uint32_t remote_qpn) {
-  cm::CmDreq r;
+ib::CmMad dreq(uint32_t local, uint32_t remote, uint32_t remote_qpn) {
+  ib::CmDreq r;
   r.local_comm_id = local;
   r.remote_comm_id = remote;
   r.remote_qpn_eecn = remote_qpn;
   return mad_of(r);
 }
 
-cm::CmMad drep(uint32_t local, uint32_t remote) {
-  cm::CmDrep r;
+ib::CmMad drep(uint32_t local, uint32_t remote) {
+  ib::CmDrep r;
   r.local_comm_id = local;
   r.remote_comm_id = remote;
   return mad_of(r);
 }
 
-cm::CmMad rtu(uint32_t local, uint32_t remote) {
-  cm::CmRtu r;
+ib::CmMad rtu(uint32_t local, uint32_t remote) {
+  ib::CmRtu r;
   r.local_comm_id = local;
   r.remote_comm_id = remote;
   return mad_of(r);
 }
 
-cm::CmMad mra(uint32_t local, uint32_t remote, uint8_t msg, uint8_t service_timeout) {
-  cm::CmMra r;
+ib::CmMad mra(uint32_t local, uint32_t remote, uint8_t msg, uint8_t service_timeout) {
+  ib::CmMra r;
   r.local_comm_id = local;
   r.remote_comm_id = remote;
   r.message_mraed = msg;
@@ -123,10 +123,10 @@ cm::CmMad mra(uint32_t local, uint32_t remote, uint8_t msg, uint8_t service_time
 }
 
 /// A well-formed rdma_cm REQ whose timers ask for the longest waits the fields allow.
-cm::CmMad greedy_req(uint32_t local_id, uint16_t port, uint32_t src_ip, uint32_t dst_ip) {
-  cm::CmReq r;
+ib::CmMad greedy_req(uint32_t local_id, uint16_t port, uint32_t src_ip, uint32_t dst_ip) {
+  ib::CmReq r;
   r.local_comm_id = local_id;
-  r.service_id = cm::rdma_tcp_service_id(port);
+  r.service_id = ib::rdma_tcp_service_id(port);
   r.local_ca_guid = 0x0200'5EFF'FE46'0000ull | local_id;
   r.local_qpn = (local_id * 7 + 0x40) & 0xFFFFFF;
   r.responder_resources = r.initiator_depth = 1;
@@ -140,8 +140,8 @@ cm::CmMad greedy_req(uint32_t local_id, uint16_t port, uint32_t src_ip, uint32_t
   r.primary.local_lid = r.primary.remote_lid = 0xFFFF;
   r.primary.local_ack_timeout = 31;
   r.primary.hop_limit = 64;
-  const cm::CmaHeader h = cm::CmaHeader::ipv4(src_ip, dst_ip, uint16_t(40000 + local_id % 20000));
-  cm::encode_cma_header(h, r.private_data.data(), r.private_data.size());
+  const ib::CmaHeader h = ib::CmaHeader::ipv4(src_ip, dst_ip, uint16_t(40000 + local_id % 20000));
+  ib::encode_cma_header(h, r.private_data.data(), r.private_data.size());
   return mad_of(r, uint64_t(local_id) << 32 | 0xF100D);
 }
 
@@ -225,7 +225,7 @@ class CmHostileTest : public CmPairTest<Node> {
     for (Node* n : {&a, &b}) {
       n->in.detach();
       n->cm.reset();
-      if (registered_ == n) unregister_adapter(&n->port);
+      if (registered_ == n) nd::unregister_adapter(&n->port);
       n->dev.close();
       n->in.clear();
       n->port.close();
@@ -240,9 +240,9 @@ class CmHostileTest : public CmPairTest<Node> {
     return n.dev.create_qp(caps);
   }
 
-  void start_agents(CmConfig ca = calm_config(), CmConfig cb = calm_config()) {
-    a.cm = std::make_unique<CmAgent>(a.dev, a.port, std::move(ca));
-    b.cm = std::make_unique<CmAgent>(b.dev, b.port, std::move(cb));
+  void start_agents(Config ca = calm_config(), Config cb = calm_config()) {
+    a.cm = std::make_unique<Agent>(a.dev, a.port, std::move(ca));
+    b.cm = std::make_unique<Agent>(b.dev, b.port, std::move(cb));
     ASSERT_TRUE(a.cm->start()) << a.cm->error();
     ASSERT_TRUE(b.cm->start()) << b.cm->error();
   }
@@ -267,11 +267,11 @@ class CmHostileTest : public CmPairTest<Node> {
     p.ip4.dst = to.port.ipv4();
     p.udp.src_port = 0xC000;
     p.bth.opcode = wire::kUdSendOnly;
-    p.bth.dest_qp = cm::kGsiQpn;
-    p.deth.qkey = cm::kGsiQkey;
-    p.deth.src_qp = cm::kGsiQpn;
+    p.bth.dest_qp = ib::kGsiQpn;
+    p.deth.qkey = ib::kGsiQkey;
+    p.deth.src_qp = ib::kGsiQpn;
     p.payload = bytes;
-    p.payload_len = cm::kMadLen;
+    p.payload_len = ib::kMadLen;
     std::vector<uint8_t> f(wire::frame_length(p));
     ASSERT_EQ(wire::encode_frame(p, f.data(), f.size()), f.size());
     rte_mbuf* m = rte_pktmbuf_alloc(to.port.mempool());
@@ -281,9 +281,9 @@ class CmHostileTest : public CmPairTest<Node> {
     to.injected++;
   }
 
-  void inject(Node& to, const Source& s, const cm::CmMad& mad) {
-    std::array<uint8_t, cm::kMadLen> bytes{};
-    ASSERT_EQ(cm::encode_cm_mad(mad, bytes.data(), bytes.size()), cm::CmError::kOk);
+  void inject(Node& to, const Source& s, const ib::CmMad& mad) {
+    std::array<uint8_t, ib::kMadLen> bytes{};
+    ASSERT_EQ(ib::encode_cm_mad(mad, bytes.data(), bytes.size()), ib::CmError::kOk);
     inject_bytes(to, s, bytes.data());
   }
 
@@ -298,7 +298,7 @@ class CmHostileTest : public CmPairTest<Node> {
   }
 
   /// Injects one MAD and waits until the agent has handled it.
-  void forge(Node& to, const Source& s, const cm::CmMad& mad) {
+  void forge(Node& to, const Source& s, const ib::CmMad& mad) {
     const uint64_t before = to.cm->counters().mads_received;
     ASSERT_NO_FATAL_FAILURE(inject(to, s, mad));
     ASSERT_TRUE(handled(to, before + 1)) << "the forged MAD never reached the agent";
@@ -317,25 +317,25 @@ class CmHostileTest : public CmPairTest<Node> {
 
   /// Both ends still established, told nothing but that, and carrying data; then a real
   /// disconnect still works.
-  void expect_intact_then_disconnect(CmConnId ida, CmConnId idb) {
-    EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnected, 200)) << a.ev.kinds();
-    EXPECT_FALSE(b.ev.wait(CmEventKind::kDisconnected, 0)) << b.ev.kinds();
+  void expect_intact_then_disconnect(ConnId ida, ConnId idb) {
+    EXPECT_FALSE(a.ev.wait(EventKind::kDisconnected, 200)) << a.ev.kinds();
+    EXPECT_FALSE(b.ev.wait(EventKind::kDisconnected, 0)) << b.ev.kinds();
     EXPECT_EQ(a.ev.kinds(), "established ");
     EXPECT_EQ(b.ev.kinds(), "established ");
-    EXPECT_EQ(a.cm->state(ida), CmState::kEstablished);
-    EXPECT_EQ(b.cm->state(idb), CmState::kEstablished);
+    EXPECT_EQ(a.cm->state(ida), State::kEstablished);
+    EXPECT_EQ(b.cm->state(idb), State::kEstablished);
     EXPECT_EQ(a.qp->state(), nic::QpState::kRts);
     EXPECT_EQ(b.qp->state(), nic::QpState::kRts);
     ASSERT_NO_FATAL_FAILURE(traffic());
     ASSERT_TRUE(a.cm->disconnect(ida));
-    EXPECT_TRUE(a.ev.wait(CmEventKind::kDisconnectDone)) << a.ev.kinds();
-    EXPECT_TRUE(b.ev.wait(CmEventKind::kDisconnected)) << b.ev.kinds();
+    EXPECT_TRUE(a.ev.wait(EventKind::kDisconnectDone)) << a.ev.kinds();
+    EXPECT_TRUE(b.ev.wait(EventKind::kDisconnected)) << b.ev.kinds();
   }
 
   // ---- the ND side (register_adapter owns the agent) ------------------------------------
 
-  INDAdapter* open_nd(Node& n, const CmConfig& cfg) {
-    if (!register_adapter(&n.dev, &n.port, &cfg)) return nullptr;
+  INDAdapter* open_nd(Node& n, const Config& cfg) {
+    if (!nd::register_adapter(&n.dev, &n.port, &cfg)) return nullptr;
     registered_ = &n;
     sockaddr_in at{};
     at.sin_family = AF_INET;
@@ -362,23 +362,23 @@ class CmHostileTest : public CmPairTest<Node> {
 
 TEST_F(CmHostileTest, ForgedMadsOfEveryKindLeaveTheConnectionUp) {
   ASSERT_NO_FATAL_FAILURE(start_agents());
-  CmConnId ida, idb;
+  ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb));
   const uint32_t qpn_a = a.qp->qpn(), qpn_b = b.qp->qpn();
   // A third host that saw both comm IDs (and the QPNs) tries each message at each end.
   for (auto [to, mine, theirs, my_qpn] : {std::tuple{&b, idb, ida, qpn_b}, std::tuple{&a, ida, idb, qpn_a}}) {
     const Source h = third(to == &a ? 1 : 2);
-    for (const cm::CmMad& m :
-         {rej(theirs, mine, cm::kRejConsumerDefined), rej(0, mine, cm::kRejStaleConn),
-          rej(theirs, 0, cm::kRejTimeout, cm::kMsgReq), dreq(theirs, mine, my_qpn), drep(theirs, mine),
-          rtu(theirs, mine), mra(theirs, mine, cm::kMsgRep, 31), mra(theirs, mine, cm::kMsgReq, 31)})
+    for (const ib::CmMad& m :
+         {rej(theirs, mine, ib::kRejConsumerDefined), rej(0, mine, ib::kRejStaleConn),
+          rej(theirs, 0, ib::kRejTimeout, ib::kMsgReq), dreq(theirs, mine, my_qpn), drep(theirs, mine),
+          rtu(theirs, mine), mra(theirs, mine, ib::kMsgRep, 31), mra(theirs, mine, ib::kMsgReq, 31)})
       ASSERT_NO_FATAL_FAILURE(forge(*to, h, m));
     // From the peer's own address: a REJ that names no comm ID of the peer's (what an
     // unanswered REQ or REP gets, so a reflection off any host that answers one), and a DREQ
     // for another QP.
     const Source peer = peer_of(*to);
-    ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, cm::kRejInvalidCommId, cm::kMsgRep)));
-    ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, cm::kRejInvalidServiceId, cm::kMsgReq)));
+    ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, ib::kRejInvalidCommId, ib::kMsgRep)));
+    ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, ib::kRejInvalidServiceId, ib::kMsgReq)));
     ASSERT_NO_FATAL_FAILURE(forge(*to, peer, dreq(theirs, mine, my_qpn ^ 0x5)));
   }
   expect_intact_then_disconnect(ida, idb);
@@ -391,20 +391,20 @@ class ForgedEndTest : public CmHostileTest, public ::testing::WithParamInterface
 
 TEST_P(ForgedEndTest, DoesNotEndTheConnection) {
   ASSERT_NO_FATAL_FAILURE(start_agents());
-  CmConnId ida, idb;
+  ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb));
   for (auto [to, mine, theirs] : {std::tuple{&b, idb, ida}, std::tuple{&a, ida, idb}}) {
     const uint32_t my_qpn = to->qp->qpn();
     const Source h = third(0), peer = peer_of(*to);
     switch (GetParam()) {
       case Forgery::kRejThirdHost:
-        ASSERT_NO_FATAL_FAILURE(forge(*to, h, rej(theirs, mine, cm::kRejConsumerDefined)));
+        ASSERT_NO_FATAL_FAILURE(forge(*to, h, rej(theirs, mine, ib::kRejConsumerDefined)));
         break;
       case Forgery::kRejNoPeerIdThirdHost:
-        ASSERT_NO_FATAL_FAILURE(forge(*to, h, rej(0, mine, cm::kRejConsumerDefined)));
+        ASSERT_NO_FATAL_FAILURE(forge(*to, h, rej(0, mine, ib::kRejConsumerDefined)));
         break;
       case Forgery::kRejNoPeerIdFromPeer:
-        ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, cm::kRejInvalidCommId, cm::kMsgRep)));
+        ASSERT_NO_FATAL_FAILURE(forge(*to, peer, rej(0, mine, ib::kRejInvalidCommId, ib::kMsgRep)));
         break;
       case Forgery::kDreqThirdHost:
         ASSERT_NO_FATAL_FAILURE(forge(*to, h, dreq(theirs, mine, my_qpn)));
@@ -436,47 +436,47 @@ INSTANTIATE_TEST_SUITE_P(Each, ForgedEndTest,
 
 TEST_F(CmHostileTest, ForgedRtuDoesNotCompleteAnAccept) {
   ASSERT_NO_FATAL_FAILURE(start_agents());
-  CmConnId ida, idb;
+  ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb, /*defer_rtu=*/true));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kConnectResponse)) << a.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();
   // B waits for A's RTU; a third host that saw the REQ and REP sends one first.
   ASSERT_NO_FATAL_FAILURE(forge(b, third(0), rtu(ida, idb)));
-  EXPECT_FALSE(b.ev.wait(CmEventKind::kEstablished, 200)) << b.ev.kinds();
-  EXPECT_EQ(b.cm->state(idb), CmState::kRepSent);
+  EXPECT_FALSE(b.ev.wait(EventKind::kEstablished, 200)) << b.ev.kinds();
+  EXPECT_EQ(b.cm->state(idb), State::kRepSent);
   ASSERT_TRUE(a.cm->complete_connect(ida));
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   ASSERT_NO_FATAL_FAILURE(traffic());
 }
 
 TEST_F(CmHostileTest, ForgedDrepDoesNotEndADisconnect) {
   // A's DREQs never reach B: only a DREP from B could end A's disconnect before its retries.
-  CmConfig ca = calm_config();
-  ca.drop_tx = [](const cm::CmMad& m) { return m.hdr.attr_id == cm::kAttrDreq; };
+  Config ca = calm_config();
+  ca.drop_tx = [](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDreq; };
   ASSERT_NO_FATAL_FAILURE(start_agents(std::move(ca)));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb));
   ASSERT_TRUE(a.cm->disconnect(ida));
   ASSERT_NO_FATAL_FAILURE(forge(a, third(1), drep(idb, ida)));
-  EXPECT_FALSE(a.ev.wait(CmEventKind::kDisconnectDone, 200)) << a.ev.kinds();
-  EXPECT_EQ(a.cm->state(ida), CmState::kDreqSent);
-  EXPECT_EQ(b.cm->state(idb), CmState::kEstablished) << "B never heard of it";
+  EXPECT_FALSE(a.ev.wait(EventKind::kDisconnectDone, 200)) << a.ev.kinds();
+  EXPECT_EQ(a.cm->state(ida), State::kDreqSent);
+  EXPECT_EQ(b.cm->state(idb), State::kEstablished) << "B never heard of it";
 }
 
 TEST_F(CmHostileTest, ForgedMraDoesNotStallAConnect) {
   // Nobody answers A's REQ (B runs no CM). An MRA asking for 2^31 * 4 us (2.3 hours) would
   // hold A's connect that long; A must give up on its own schedule (3 tries of about 1 s).
-  CmConfig ca = calm_config();
+  Config ca = calm_config();
   ca.max_cm_retries = 2;
-  a.cm = std::make_unique<CmAgent>(a.dev, a.port, std::move(ca));
+  a.cm = std::make_unique<Agent>(a.dev, a.port, std::move(ca));
   ASSERT_TRUE(a.cm->start());
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = 7174;
-  const CmConnId ida = a.cm->connect(p, a.ev.cb());
+  const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
-  ASSERT_NO_FATAL_FAILURE(forge(a, third(2), mra(0x1234, ida, cm::kMsgReq, 31)));
-  EXPECT_TRUE(a.ev.wait(CmEventKind::kTimeout)) << a.ev.kinds() << cm_state_name(a.cm->state(ida));
+  ASSERT_NO_FATAL_FAILURE(forge(a, third(2), mra(0x1234, ida, ib::kMsgReq, 31)));
+  EXPECT_TRUE(a.ev.wait(EventKind::kTimeout)) << a.ev.kinds() << state_name(a.cm->state(ida));
 }
 
 // ---- requests nobody takes -------------------------------------------------------------------
@@ -488,7 +488,7 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
   CmEvents& ev2 = more_events_.emplace_back();  // outlives the agents that call it
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = port;
@@ -502,7 +502,7 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
   EXPECT_GE(b.cm->counters().requests_dropped, 1u);
   EXPECT_EQ(b.cm->counters().rejects_sent, 0u) << "dropped, as rdma_cm does, not refused";
   // The first is taken: the second's REQ retry (1 s on) finds room.
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, 0));
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs)) << "the second REQ's retry was not queued";
   EXPECT_EQ(r.peer_qpn, second->qpn());
@@ -510,19 +510,19 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
 }
 
 TEST_F(CmHostileTest, RequestNobodyAnswersIsRefusedWithTimeout) {
-  CmConfig cb = calm_config();
+  Config cb = calm_config();
   cb.max_request_wait_ms = 300;
   ASSERT_NO_FATAL_FAILURE(start_agents(calm_config(), std::move(cb)));
   const uint16_t port = b.cm->listen(0);
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = port;
   // Queued and never taken.
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  CmEvent e;
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kRefused, kWaitMs, &e)) << a.ev.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejTimeout);
+  Event e;
+  ASSERT_TRUE(a.ev.wait(EventKind::kRefused, kWaitMs, &e)) << a.ev.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejTimeout);
   EXPECT_EQ(b.cm->pending_requests(port), 0u);
   // Taken and never answered: a late accept fails rather than answer a peer that was refused.
   nic::Qp* second = new_qp(a);
@@ -530,11 +530,11 @@ TEST_F(CmHostileTest, RequestNobodyAnswersIsRefusedWithTimeout) {
   CmEvents& ev2 = more_events_.emplace_back();  // outlives the agents that call it
   p.qp = second;
   ASSERT_NE(a.cm->connect(p, ev2.cb()), 0u);
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
-  ASSERT_TRUE(ev2.wait(CmEventKind::kRefused, kWaitMs, &e)) << ev2.kinds();
-  EXPECT_EQ(e.reject_reason, cm::kRejTimeout);
-  CmAcceptParams ap;
+  ASSERT_TRUE(ev2.wait(EventKind::kRefused, kWaitMs, &e)) << ev2.kinds();
+  EXPECT_EQ(e.reject_reason, ib::kRejTimeout);
+  AcceptParams ap;
   ap.qp = b.qp;
   EXPECT_FALSE(b.cm->accept(r.conn, ap, b.ev.cb()));
   EXPECT_EQ(b.cm->counters().requests_expired, 2u);
@@ -544,7 +544,7 @@ TEST_F(CmHostileTest, ReqFloodStaysBoundedAndALaterConnectSucceeds) {
   constexpr size_t kBacklog = 8;
   constexpr uint32_t kCap = 48;
   constexpr int kFlood = 3000;
-  CmConfig cb = calm_config();
+  Config cb = calm_config();
   cb.max_connections = kCap;
   cb.max_request_wait_ms = 1500;
   ASSERT_NO_FATAL_FAILURE(start_agents(calm_config(), std::move(cb)));
@@ -573,18 +573,18 @@ TEST_F(CmHostileTest, ReqFloodStaysBoundedAndALaterConnectSucceeds) {
   EXPECT_EQ(b.cm->pending_requests(unlimited), 0u);
   EXPECT_GE(b.cm->counters().requests_expired, kBacklog);
   // A real peer gets in and carries data.
-  CmConnectParams p;
+  ConnectParams p;
   p.qp = a.qp;
   p.dest_ipv4 = kIpB;
   p.dest_port = limited;
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  CmRequest r;
+  Request r;
   ASSERT_TRUE(b.cm->get_request(limited, &r, kWaitMs));
-  CmAcceptParams ap;
+  AcceptParams ap;
   ap.qp = b.qp;
   ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-  ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
+  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   ASSERT_NO_FATAL_FAILURE(traffic());
   EXPECT_LE(b.cm->connection_count(), kCap);
 }
@@ -607,20 +607,20 @@ class MadStorm {
   explicit MadStorm(uint64_t seed) : rng_(seed) {}
 
   /// A MAD (encoded) in `out`; false: raw noise instead of a message.
-  void next(const View& v, std::array<uint8_t, cm::kMadLen>* out) {
+  void next(const View& v, std::array<uint8_t, ib::kMadLen>* out) {
     if (below(20) == 0) {  // noise, now and then with a valid CM header in front
       for (uint8_t& x : *out) x = uint8_t(rng_());
       if (below(2)) {  // base version, class, class version, method; attribute ID at 16
-        const uint8_t cm_send[] = {cm::kMadBaseVersion, cm::kMgmtClassCm, cm::kCmClassVersion, cm::kMethodSend};
+        const uint8_t cm_send[] = {ib::kMadBaseVersion, ib::kMgmtClassCm, ib::kCmClassVersion, ib::kMethodSend};
         std::memcpy(out->data(), cm_send, sizeof cm_send);
         (*out)[16] = 0;
-        (*out)[17] = uint8_t(cm::kAttrReq + below(8));
+        (*out)[17] = uint8_t(ib::kAttrReq + below(8));
       }
       return;
     }
-    cm::CmMad m = message(v);
+    ib::CmMad m = message(v);
     m.hdr.tid = rng_();
-    ASSERT_EQ(cm::encode_cm_mad(m, out->data(), out->size()), cm::CmError::kOk);
+    ASSERT_EQ(ib::encode_cm_mad(m, out->data(), out->size()), ib::CmError::kOk);
   }
 
  private:
@@ -640,11 +640,11 @@ class MadStorm {
     for (uint8_t& x : *a) x = uint8_t(rng_());
   }
 
-  cm::CmMad message(const View& v) {
+  ib::CmMad message(const View& v) {
     switch (below(7)) {
       case 0: return req(v);
       case 1: {
-        cm::CmRep r;
+        ib::CmRep r;
         r.local_comm_id = id(v), r.remote_comm_id = id(v);
         r.local_qpn = bits(24), r.starting_psn = bits(24), r.local_qkey = bits(32);
         r.responder_resources = uint8_t(bits(8)), r.initiator_depth = uint8_t(bits(8));
@@ -655,11 +655,11 @@ class MadStorm {
       }
       case 2: return rtu(id(v), id(v));
       case 3: {
-        cm::CmRej r;
+        ib::CmRej r;
         r.local_comm_id = id(v), r.remote_comm_id = id(v);
         r.message_rejected = uint8_t(below(3));
-        const uint16_t reasons[] = {cm::kRejTimeout, cm::kRejConsumerDefined, cm::kRejStaleConn,
-                                    cm::kRejInvalidCommId, uint16_t(bits(6))};
+        const uint16_t reasons[] = {ib::kRejTimeout, ib::kRejConsumerDefined, ib::kRejStaleConn,
+                                    ib::kRejInvalidCommId, uint16_t(bits(6))};
         r.reason = reasons[below(5)];
         r.reject_info_length = uint8_t(below(2) ? 8 : below(73));
         fill(&r.ari);
@@ -669,8 +669,8 @@ class MadStorm {
       }
       case 4: return mra(id(v), id(v), uint8_t(below(3)), uint8_t(bits(5)));
       case 5: {
-        cm::CmMad m = dreq(id(v), id(v), below(2) ? v.my_qpn : bits(24));
-        auto& d = std::get<cm::CmDreq>(m.msg);
+        ib::CmMad m = dreq(id(v), id(v), below(2) ? v.my_qpn : bits(24));
+        auto& d = std::get<ib::CmDreq>(m.msg);
         if (v.from_peer && d.local_comm_id == v.theirs && d.remote_comm_id == v.mine && d.remote_qpn_eecn == v.my_qpn)
           d.remote_qpn_eecn ^= 1;
         return m;
@@ -679,13 +679,13 @@ class MadStorm {
     }
   }
 
-  cm::CmMad req(const View& v) {
-    cm::CmReq r;
+  ib::CmMad req(const View& v) {
+    ib::CmReq r;
     r.local_comm_id = below(4) ? bits(32) : id(v);
     recent_.push_back(r.local_comm_id);
     if (recent_.size() > 32) recent_.erase(recent_.begin());
     const uint16_t port = v.ports.empty() || below(4) == 0 ? uint16_t(bits(16)) : v.ports[below(uint32_t(v.ports.size()))];
-    r.service_id = below(8) ? cm::rdma_tcp_service_id(port) : rng_();
+    r.service_id = below(8) ? ib::rdma_tcp_service_id(port) : rng_();
     r.local_ca_guid = rng_();
     r.local_qpn = bits(24);
     r.responder_resources = uint8_t(bits(8)), r.initiator_depth = uint8_t(bits(8));
@@ -699,9 +699,9 @@ class MadStorm {
     r.primary.local_ack_timeout = uint8_t(bits(5));
     r.primary.flow_label = bits(20);
     if (below(4)) {
-      const cm::CmaHeader h = cm::CmaHeader::ipv4(v.from_ip, v.my_ip, uint16_t(bits(16)));
-      cm::encode_cma_header(h, r.private_data.data(), r.private_data.size());
-      for (size_t i = cm::kCmaHdrLen; i < r.private_data.size(); i++) r.private_data[i] = uint8_t(rng_());
+      const ib::CmaHeader h = ib::CmaHeader::ipv4(v.from_ip, v.my_ip, uint16_t(bits(16)));
+      ib::encode_cma_header(h, r.private_data.data(), r.private_data.size());
+      for (size_t i = ib::kCmaHdrLen; i < r.private_data.size(); i++) r.private_data[i] = uint8_t(rng_());
     } else {
       fill(&r.private_data);
     }
@@ -717,11 +717,11 @@ TEST_F(CmHostileTest, RandomMadsKeepStateBoundedAndTheConnectionUp) {
   constexpr int kMads = 3000;
   constexpr uint32_t kCap = 24;  // below what the storm's REQs would queue: the cap is hit
   constexpr size_t kBacklog = 4;
-  CmConfig cfg = calm_config();
+  Config cfg = calm_config();
   cfg.max_connections = kCap;
   cfg.max_request_wait_ms = 1000;
   ASSERT_NO_FATAL_FAILURE(start_agents(cfg, cfg));
-  CmConnId ida, idb;
+  ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb));
   const uint16_t established_on = b.cm->local_port(idb);
   const uint16_t limited = b.cm->listen(0, {}, kBacklog);
@@ -738,7 +738,7 @@ TEST_F(CmHostileTest, RandomMadsKeepStateBoundedAndTheConnectionUp) {
     const Source s = from_peer ? peer_of(to) : third(size_t(pick()));
     MadStorm::View v{to_b ? idb : ida, to_b ? ida : idb, to.qp->qpn(), to.port.ipv4(), s.ip, {}, from_peer};
     if (to_b) v.ports = {established_on, limited};
-    std::array<uint8_t, cm::kMadLen> bytes{};
+    std::array<uint8_t, ib::kMadLen> bytes{};
     ASSERT_NO_FATAL_FAILURE(storm.next(v, &bytes));
     ASSERT_NO_FATAL_FAILURE(inject_bytes(to, s, bytes.data()));
     if (i % kInjectWindow != kInjectWindow - 1) continue;
@@ -783,14 +783,14 @@ TEST_F(CmHostileTest, NdConnectToTheUnspecifiedAddressIsBadNetworkName) {
   to.sin_port = htons(7174);
   // The SDK's ndmemorytest (NdInvalidIP) expects STATUS_BAD_NETWORK_NAME for 0.0.0.0.
   EXPECT_EQ(conn->Connect(ep, reinterpret_cast<const sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &ov),
-            STATUS_BAD_NETWORK_NAME);
+            nd::STATUS_BAD_NETWORK_NAME);
   to.sin_addr.s_addr = htonl(INADDR_BROADCAST);
   EXPECT_EQ(conn->Connect(ep, reinterpret_cast<const sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &ov),
             ND_INVALID_ADDRESS);
 }
 
 TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
-  a.cm = std::make_unique<CmAgent>(a.dev, a.port, calm_config());
+  a.cm = std::make_unique<Agent>(a.dev, a.port, calm_config());
   ASSERT_TRUE(a.cm->start());
   INDAdapter* ad = open_nd(b, calm_config());
   ASSERT_NE(ad, nullptr);
@@ -798,12 +798,12 @@ TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
   USHORT assigned = 0;
   ASSERT_EQ(ad->Listen(2, 0, 0, &assigned, &l), ND_SUCCESS);
   keep(l);
-  CmAgent* agent = static_cast<NdAdapter*>(ad)->cm();
+  Agent* agent = static_cast<nd::NdAdapter*>(ad)->cm();
   std::vector<CmEvents*> evs;  // in the fixture: the agents may still call them after the test
   for (int i = 0; i < 4; i++) evs.push_back(&more_events_.emplace_back());
   const uint64_t before = agent->counters().mads_received;
   for (size_t i = 0; i < evs.size(); i++) {
-    CmConnectParams p;
+    ConnectParams p;
     p.qp = i == 0 ? a.qp : new_qp(a);
     ASSERT_NE(p.qp, nullptr);
     p.dest_ipv4 = kIpB;
@@ -818,4 +818,4 @@ TEST_F(CmHostileTest, NdListenBacklogBoundsTheQueuedRequests) {
 }
 
 }  // namespace
-}  // namespace ndnic::nd::testing
+}  // namespace ndnic::cm::testing

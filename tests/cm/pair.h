@@ -1,4 +1,4 @@
-// What the CM agent's suites (cm_agent_test, cm_hostile_test) share: two engines over a
+// What the CM agent's suites (agent_test, hostile_test) share: two engines over a
 // net_ring pair, each with a PD, a buffer, CQs, one RC QP and its CM agent; the events each
 // connection reports; and a fixture that connects A to B and sends traffic over the QPs.
 #pragma once
@@ -14,26 +14,26 @@
 #include <thread>
 #include <vector>
 
-#include "nd_frontend/cm_agent.h"
+#include "cm/agent.h"
 #include "nic/nic.h"
 #include "pmd_glue/pmd_glue.h"
 
-namespace ndnic::nd::testing {
+namespace ndnic::cm::testing {
 
 constexpr int kCmWaitMs = 10000;  ///< generous: two busy pollers and two agents share two CPUs
 
 /// One connection's events, as an ND connector would queue them for its OVERLAPPED requests.
 class CmEvents {
  public:
-  CmCallback cb() {
-    return [this](const CmEvent& e) {
+  Callback cb() {
+    return [this](const Event& e) {
       std::lock_guard lk(mu_);
       evs_.push_back(e);
       cv_.notify_all();
     };
   }
   /// The first event of this kind, waiting up to ms for it.
-  bool wait(CmEventKind k, int ms = kCmWaitMs, CmEvent* out = nullptr) {
+  bool wait(EventKind k, int ms = kCmWaitMs, Event* out = nullptr) {
     std::unique_lock lk(mu_);
     const bool got = cv_.wait_for(lk, std::chrono::milliseconds(ms), [&] { return find(k) != nullptr; });
     if (got && out) *out = *find(k);
@@ -42,19 +42,19 @@ class CmEvents {
   std::string kinds() {
     std::lock_guard lk(mu_);
     std::string s;
-    for (const CmEvent& e : evs_) s += std::string(cm_event_name(e.kind)) + " ";
+    for (const Event& e : evs_) s += std::string(event_name(e.kind)) + " ";
     return s;
   }
 
  private:
-  const CmEvent* find(CmEventKind k) const {
-    for (const CmEvent& e : evs_)
+  const Event* find(EventKind k) const {
+    for (const Event& e : evs_)
       if (e.kind == k) return &e;
     return nullptr;
   }
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<CmEvent> evs_;
+  std::vector<Event> evs_;
 };
 
 /// One end: its port, device, buffer, CQs, RC QP and CM agent.
@@ -68,7 +68,7 @@ struct CmNode {
   nic::Cq* scq = nullptr;
   nic::Cq* rcq = nullptr;
   nic::Qp* qp = nullptr;
-  std::unique_ptr<CmAgent> cm;
+  std::unique_ptr<Agent> cm;
   CmEvents ev;
 };
 
@@ -77,25 +77,25 @@ class CmPairTest : public ::testing::Test {
  protected:
   /// A connects to B (on a port B listens on), B accepts; both see kEstablished unless
   /// `defer_rtu` holds A's RTU back.
-  void establish(CmConnId* ida, CmConnId* idb, bool defer_rtu = false) {
+  void establish(ConnId* ida, ConnId* idb, bool defer_rtu = false) {
     const uint16_t port = b.cm->listen(0);
     ASSERT_NE(port, 0);
-    CmConnectParams p;
+    ConnectParams p;
     p.qp = a.qp;
     p.dest_ipv4 = b.port.ipv4();
     p.dest_port = port;
     p.defer_rtu = defer_rtu;
     *ida = a.cm->connect(p, a.ev.cb());
     ASSERT_NE(*ida, 0u);
-    CmRequest r;
+    Request r;
     ASSERT_TRUE(b.cm->get_request(port, &r, kCmWaitMs));
     *idb = r.conn;
-    CmAcceptParams ap;
+    AcceptParams ap;
     ap.qp = b.qp;
     ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
     if (defer_rtu) return;
-    ASSERT_TRUE(a.ev.wait(CmEventKind::kEstablished)) << a.ev.kinds();
-    ASSERT_TRUE(b.ev.wait(CmEventKind::kEstablished)) << b.ev.kinds();
+    ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
+    ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   }
 
   static bool wait_cq(nic::Cq* cq, nic::Completion* out, int ms = kCmWaitMs) {
@@ -151,4 +151,4 @@ class CmPairTest : public ::testing::Test {
   Node a, b;
 };
 
-}  // namespace ndnic::nd::testing
+}  // namespace ndnic::cm::testing
