@@ -16,7 +16,7 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 // Between connection attempts while the owner is not listening yet.
 constexpr auto kRetryPause = std::chrono::milliseconds(250);
@@ -70,7 +70,7 @@ int run_active(const Options& o) {
   const auto wait = std::chrono::seconds(o.wait_s);
   std::printf("The window's peer (active side), ndnic on %s as %s, the owner at %s\n", o.device.c_str(),
               ipv4_text(o.ipv4).c_str(), ipv4_text(o.peer_ipv4).c_str());
-  nd_node::NodeConfig nc;
+  nd_app::NodeConfig nc;
   nc.device = o.device;
   nc.ipv4 = o.ipv4;
   nc.capture = o.capture;

@@ -21,7 +21,7 @@
 #include "pmd_glue/pmd_glue.h"
 #include "tools/nd_demo/options.h"
 #include "tools/nd_demo/roles.h"
-#include "tools/nd_node/lcores.h"
+#include "tools/nd_app/lcores.h"
 
 int main(int argc, char** argv) {
   using namespace ndnic;
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   glue::EalDefaults defaults;
   // The main thread narrates; each node's device polls on a worker lcore of its own.
-  defaults.options = {{"--lcores", nd_node::default_lcores(1, both ? 2 : 1)},  // before EAL pins this thread
+  defaults.options = {{"--lcores", nd_app::default_lcores(1, both ? 2 : 1)},  // before EAL pins this thread
                       {"--no-pci", ""},
                       {"--log-level", "lib.eal:warning"},
                       {"--no-telemetry", ""}};

@@ -13,16 +13,16 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr uint32_t kOwnerIp = 0xC6120A01;  // 198.18.10.1
 constexpr uint32_t kPeerIp = 0xC6120A02;   // 198.18.10.2
 
 bool open_on(Side& s, uint16_t port_id, uint32_t ip, unsigned lcore) {
-  nd_node::NodeConfig nc;
+  nd_app::NodeConfig nc;
   nc.device = std::to_string(port_id);
   nc.ipv4 = ip;
-  nc.lcore = lcore;
+  nc.lcores = {lcore};
   return open_side(s, nc);
 }
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::nd_demo {
 namespace {
@@ -72,11 +72,11 @@ Parsed parse_options(const std::vector<std::string>& args) {
       if (value.empty()) return usage_error("--dev needs a device");
       o.device = value;
     } else if (name == "--ip" || name == "--peer") {
-      if (!nd_node::parse_ipv4(value.c_str(), name == "--ip" ? &o.ipv4 : &o.peer_ipv4))
+      if (!nd_app::parse_ipv4(value.c_str(), name == "--ip" ? &o.ipv4 : &o.peer_ipv4))
         return usage_error(name + " " + value + ": not an IPv4 address");
     } else if (name == "--wait") {
       unsigned long s = 0;
-      if (!nd_node::parse_uint(value.c_str(), kMaxWaitS, &s) || s == 0)
+      if (!nd_app::parse_uint(value.c_str(), kMaxWaitS, &s) || s == 0)
         return usage_error("--wait " + value + ": seconds, 1 to " + std::to_string(kMaxWaitS));
       o.wait_s = unsigned(s);
       wait = true;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::nd_demo {
 
@@ -36,6 +36,6 @@ struct Parsed {
 /// `args`: the program's own arguments (after "--", or all when there is none).
 Parsed parse_options(const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 }  // namespace ndnic::nd_demo

@@ -15,7 +15,7 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 /// Takes the next connection request on `listen` (waiting up to `wait` for one) and accepts it.
 /// The connection before it stays up until then: releasing it would disconnect (DREQ), and the
@@ -57,7 +57,7 @@ int run_passive(const Options& o) {
   Side owner{"owner"};
   const auto wait = std::chrono::seconds(o.wait_s);
   std::printf("The window's owner (passive side), ndnic on %s as %s\n", o.device.c_str(), ipv4_text(o.ipv4).c_str());
-  nd_node::NodeConfig nc;
+  nd_app::NodeConfig nc;
   nc.device = o.device;
   nc.ipv4 = o.ipv4;
   nc.capture = o.capture;

@@ -8,7 +8,7 @@
 
 namespace ndnic::nd_demo {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 int g_failures = 0;
 
@@ -59,7 +59,7 @@ HRESULT finish_or_cancel(Side& s, INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, 
   return ND_TIMEOUT;
 }
 
-bool open_side(Side& s, const nd_node::NodeConfig& nc) {
+bool open_side(Side& s, const nd_app::NodeConfig& nc) {
   if (!s.node.open(nc)) {
     std::fprintf(stderr, "nd_demo: %s: %s\n", s.name, s.node.error().c_str());
     return false;

@@ -8,13 +8,15 @@
 #include <vector>
 
 #include "nd_frontend/ndspi.h"
-#include "tools/nd_node/arguments.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/arguments.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_demo {
 
 using Clock = std::chrono::steady_clock;
-using nd_node::ipv4_text;
+using nd_app::ipv4_text;
 
 constexpr uint16_t kPort = 4791 + 1000;       ///< the ND port the owner listens on
 constexpr size_t kBuffer = 1 << 20;
@@ -48,7 +50,7 @@ struct Side {
   Side& operator=(const Side&) = delete;
 
   const char* name;
-  nd_node::Node node;
+  nd_app::Node node;
   INDCompletionQueue* cq = nullptr;
   INDConnector* conn = nullptr;
   INDEndpoint* ep = nullptr;
@@ -65,7 +67,7 @@ struct Side {
   /// Reaps `cq` until `r` is among the results (kept in `reaped` otherwise), or `timeout`.
   bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout);
   HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
-    return hr == ND_PENDING ? nd_node::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
+    return hr == ND_PENDING ? nd_app::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
   }
   void drop_connection();
 };
@@ -74,7 +76,7 @@ struct Side {
 /// lives in the caller's frame) and ND_TIMEOUT returned.
 HRESULT finish_or_cancel(Side& s, INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout);
 /// Opens the side's node, its CQ, and registers its buffer (narrated).
-bool open_side(Side& s, const nd_node::NodeConfig& nc);
+bool open_side(Side& s, const nd_app::NodeConfig& nc);
 /// The endpoint on the side's connector (8 deep each way, 2 SGEs, 2 reads in and out).
 bool create_endpoint(Side& s);
 /// A fresh connector and endpoint (the old ones released).

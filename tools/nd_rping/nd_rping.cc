@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "pmd_glue/pmd_glue.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
   int rc = 1;
   nd_rping::Options o;
   if (nd_rping::parse_options(eal.args, &o, &rc)) {
-    nd_node::Node node;
-    nd_node::NodeConfig nc;
+    nd_app::Node node;
+    nd_app::NodeConfig nc;
     nc.device = o.device;
     nc.ipv4 = o.ipv4;
     nc.capture = o.capture;

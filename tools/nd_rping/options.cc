@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -28,10 +28,10 @@ void usage() {
       kMinSize, kMaxSize, kDefaultSize, kDefaultPort);
 }
 
-bool parse_ipv4(const std::string& s, uint32_t* out) { return nd_node::parse_ipv4(s.c_str(), out); }
+bool parse_ipv4(const std::string& s, uint32_t* out) { return nd_app::parse_ipv4(s.c_str(), out); }
 
 bool parse_uint(const std::string& s, unsigned long max, unsigned long* out) {
-  return nd_node::parse_uint(s.c_str(), max, out);
+  return nd_app::parse_uint(s.c_str(), max, out);
 }
 
 }  // namespace

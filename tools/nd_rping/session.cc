@@ -6,12 +6,14 @@
 #include <cstring>
 #include <thread>
 
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_rping {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr auto kIdleSleep = std::chrono::microseconds(20);
 constexpr auto kDisconnectNotice = std::chrono::seconds(2);
@@ -24,7 +26,7 @@ Session::~Session() {
   drop_endpoint();
   if (mr_) {
     OVERLAPPED ov{};
-    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_node::wait_overlapped(adapter_, &ov, deadline());
+    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_app::wait_overlapped(adapter_, &ov, deadline());
   }
   if (cq_) cq_->Release();
 }
@@ -43,7 +45,7 @@ bool Session::open(uint32_t rdma_size, uint32_t start_size) {
   source_ = start_size ? sink_ + rdma_size : nullptr;
   OVERLAPPED ov{};
   hr = adapter_->RegisterMemory(block_.data(), block_.size(), &ov, &mr_);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(adapter_, &ov, deadline());
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(adapter_, &ov, deadline());
   if (FAILED(hr)) {
     std::fprintf(stderr, "nd_rping: RegisterMemory: %s\n", status_text(hr).c_str());
     mr_ = nullptr;
@@ -195,7 +197,7 @@ void Session::disconnect() {
   if (!conn_) return;
   OVERLAPPED ov{};
   const HRESULT hr = conn_->Disconnect(&ov);
-  if (hr == ND_PENDING) nd_node::wait_overlapped(conn_, &ov, deadline());
+  if (hr == ND_PENDING) nd_app::wait_overlapped(conn_, &ov, deadline());
 }
 
 }  // namespace ndnic::nd_rping

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -77,11 +77,11 @@ constexpr const char* kUsage =
 
 enum LongOnly { kSet = 256, kThreads, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
 
-using nd_node::parse_ipv4;
-using nd_node::parse_uint;
+using nd_app::parse_ipv4;
+using nd_app::parse_uint;
 
 /// BYTES with an optional K or M (binary) suffix, 1 .. kMaxSize.
-bool parse_size(const char* s, unsigned long* out) { return nd_node::parse_size(s, kMaxSize, out); }
+bool parse_size(const char* s, unsigned long* out) { return nd_app::parse_size(s, kMaxSize, out); }
 
 Parsed usage_error(const std::string& what) {
   std::fprintf(stderr, "ndperf: %s\nTry 'ndperf --help' for more information.\n", what.c_str());
@@ -152,18 +152,18 @@ Parsed parse_options(const std::vector<std::string>& args) {
     std::string bad;
     if (c == 'T' || c == kSet || c == 's' || c == 'a' || c == 'n' || c == 'D' || c == 'q' || c == 't' ||
         c == kCsv || c == kPlot) {
-      if (!client_only) client_only_name = nd_node::option_text(c, kLong);
+      if (!client_only) client_only_name = nd_app::option_text(c, kLong);
       client_only = true;
     }
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
-        nd_node::forget_getopt_state();
+        nd_app::forget_getopt_state();
         return Parsed{std::nullopt, 0};
       case 'T':
         chose_tests = true;
         if (!add_tests(optarg, &o.tests, &bad)) {
-          nd_node::forget_getopt_state();
+          nd_app::forget_getopt_state();
           std::string what("unknown test '");
           what.append(bad).append("' (tests: ").append(test_names()).append(")");
           return usage_error(what);
@@ -175,7 +175,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
         if (!set) {
           std::string what("unknown test set '");
           what.append(optarg).append("' (sets: ").append(test_set_names()).append(")");
-          nd_node::forget_getopt_state();  // after the last use of optarg: it clears it
+          nd_app::forget_getopt_state();  // after the last use of optarg: it clears it
           return usage_error(what);
         }
         for (Test t : *set)
@@ -270,8 +270,8 @@ Parsed parse_options(const std::vector<std::string>& args) {
         break;
       case ':': {
         std::string what("option needs a value: ");
-        what.append(optopt ? nd_node::option_text(optopt, kLong) : std::string(argv[optind - 1]));
-        nd_node::forget_getopt_state();
+        what.append(optopt ? nd_app::option_text(optopt, kLong) : std::string(argv[optind - 1]));
+        nd_app::forget_getopt_state();
         return usage_error(what);
       }
       default: {
@@ -282,21 +282,21 @@ Parsed parse_options(const std::vector<std::string>& args) {
         } else {
           what.append(argv[optind - 1]);
         }
-        nd_node::forget_getopt_state();
+        nd_app::forget_getopt_state();
         return usage_error(what);
       }
     }
     if (!ok) {
       std::string what("bad value for ");
-      what.append(nd_node::option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
+      what.append(nd_app::option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
       if (c == 'm') what.append(" (256, 512, 1024, 2048 or 4096)");
       if (c == 's') what.append(" (1 to 8M)");
-      nd_node::forget_getopt_state();
+      nd_app::forget_getopt_state();
       return usage_error(what);
     }
   }
   const int first_operand = optind;
-  nd_node::forget_getopt_state();
+  nd_app::forget_getopt_state();
   if (first_operand < argc) return usage_error(std::string("unexpected argument: ") + argv[first_operand]);
   if (server && client) return usage_error("give --server or --client, not both");
   if (o.events && poll) return usage_error("give --events or --poll, not both");

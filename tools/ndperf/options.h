@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/ndperf/catalog.h"
 
 namespace ndnic::ndperf {
@@ -70,6 +70,6 @@ struct Parsed {
 
 Parsed parse_options(const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 }  // namespace ndnic::ndperf

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -70,11 +70,11 @@ constexpr const char* kPingPongAbout =
 
 enum LongOnly { kPort = 256, kSge, kNoCheck, kTimeout, kRetry, kCapture, kDev, kIp };
 
-using nd_node::parse_ipv4;
-using nd_node::parse_uint;
+using nd_app::parse_ipv4;
+using nd_app::parse_uint;
 
 /// BYTES with an optional K or M (binary) suffix, 1 .. kMaxXfer.
-bool parse_size(const char* s, unsigned long* out) { return nd_node::parse_size(s, kMaxXfer, out); }
+bool parse_size(const char* s, unsigned long* out) { return nd_app::parse_size(s, kMaxXfer, out); }
 
 /// IP[:PORT] as the SDK's <ip>[:<port>].
 bool parse_peer(const char* s, uint32_t* ip, uint16_t* port) {
@@ -202,7 +202,7 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         break;
       case ':': {
         std::string what = "option needs a value: ";
-        what.append(optopt ? nd_node::option_text(optopt, longopts.data()) : std::string(argv[optind - 1]));
+        what.append(optopt ? nd_app::option_text(optopt, longopts.data()) : std::string(argv[optind - 1]));
         return usage_error(tool, what);
       }
       default: {
@@ -213,12 +213,12 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
     }
     if (!ok) {
       std::string what = "bad value for ";
-      what.append(nd_node::option_text(c, longopts.data())).append(": ").append(optarg ? optarg : "");
+      what.append(nd_app::option_text(c, longopts.data())).append(": ").append(optarg ? optarg : "");
       return usage_error(tool, what);
     }
   }
   const int first_operand = optind;
-  nd_node::forget_getopt_state();
+  nd_app::forget_getopt_state();
   if (first_operand < argc) {
     std::string what = "unexpected argument: ";
     what.append(argv[first_operand]);

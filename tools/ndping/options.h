@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {
 
@@ -56,7 +56,7 @@ struct Parsed {
 /// Parses the program's arguments (those after EAL's "--").
 Parsed parse_options(Tool tool, const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 const char* tool_name(Tool tool);
 

@@ -18,8 +18,8 @@
 #include "tests/interop/nd_peer/checks.h"
 #include "tests/interop/nd_peer/peer.h"
 #include "tests/interop/nd_peer/scenarios.h"
-#include "tools/nd_node/arguments.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/arguments.h"
+#include "tools/nd_app/node.h"
 
 namespace {
 
@@ -54,19 +54,19 @@ bool parse(const std::vector<std::string>& args, Options* o) {
       o->connect.server = true;
     } else if (a == "--client" && has_value) {
       client = true;
-      if (!nd_node::parse_ipv4(args[++i].c_str(), &o->connect.peer_ipv4))
+      if (!nd_app::parse_ipv4(args[++i].c_str(), &o->connect.peer_ipv4))
         return usage("--client wants an IPv4 address");
     } else if (a == "--ip" && has_value) {
-      if (!nd_node::parse_ipv4(args[++i].c_str(), &o->ipv4)) return usage("--ip wants an IPv4 address");
+      if (!nd_app::parse_ipv4(args[++i].c_str(), &o->ipv4)) return usage("--ip wants an IPv4 address");
     } else if (a == "--dev" && has_value) {
       o->device = args[++i];
     } else if (a == "--capture" && has_value) {
       o->capture = args[++i];
     } else if (a == "-p" && has_value) {
-      if (!nd_node::parse_uint(args[++i].c_str(), 65535, &v) || v == 0) return usage("-p wants a port 1..65535");
+      if (!nd_app::parse_uint(args[++i].c_str(), 65535, &v) || v == 0) return usage("-p wants a port 1..65535");
       o->connect.port = uint16_t(v);
     } else if (a == "--retry" && has_value) {
-      if (!nd_node::parse_uint(args[++i].c_str(), 3600, &v)) return usage("--retry wants seconds 0..3600");
+      if (!nd_app::parse_uint(args[++i].c_str(), 3600, &v)) return usage("--retry wants seconds 0..3600");
       o->connect.retry_s = unsigned(v);
     } else if (a == "--scenario" && has_value) {
       o->scenario_name = args[++i];
@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
   int rc = 1;
   Options o;
   if (parse(eal.args, &o)) {
-    nd_node::Node node;
-    nd_node::NodeConfig nc;
+    nd_app::Node node;
+    nd_app::NodeConfig nc;
     nc.device = o.device;
     nc.ipv4 = o.ipv4;
     nc.capture = o.capture;

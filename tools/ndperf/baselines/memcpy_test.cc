@@ -8,7 +8,7 @@
 #include "tools/ndperf/progress.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
-#include "tools/ndperf/stop.h"
+#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -53,7 +53,7 @@ bool memcpy_test(Node& node, const Options& o, TestResult* result) {
     }
     print_row(Test::kMemcpy, row);
     result->rows.push_back(row);
-    if (sigint_requested()) break;
+    if (nd_app::sigint_requested()) break;
   }
   return true;
 }

@@ -8,7 +8,7 @@
 
 struct option;  // <getopt.h>
 
-namespace ndnic::nd_node {
+namespace ndnic::nd_app {
 
 /// A decimal number 0 .. max.
 bool parse_uint(const char* s, unsigned long max, unsigned long* out);
@@ -30,4 +30,4 @@ std::string option_text(int c, const option* longopts);
 /// strings are gone. A call with optind = 0 on an empty list clears that state.
 void forget_getopt_state();
 
-}  // namespace ndnic::nd_node
+}  // namespace ndnic::nd_app

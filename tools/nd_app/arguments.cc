@@ -1,4 +1,4 @@
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ndnic::nd_node {
+namespace ndnic::nd_app {
 
 bool parse_uint(const char* s, unsigned long max, unsigned long* out) {
   // strtoul would accept a sign and leading blanks: refused here.
@@ -70,4 +70,4 @@ void forget_getopt_state() {
   optind = 0;
 }
 
-}  // namespace ndnic::nd_node
+}  // namespace ndnic::nd_app

@@ -9,7 +9,7 @@
 
 #include <atomic>
 
-namespace ndnic::ndperf {
+namespace ndnic::nd_app {
 
 /// Installs the SIGINT handler.
 void install_sigint();
@@ -32,4 +32,4 @@ class Halt {
   bool honor_sigint_;
 };
 
-}  // namespace ndnic::ndperf
+}  // namespace ndnic::nd_app
