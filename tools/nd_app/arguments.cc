@@ -63,11 +63,32 @@ std::string option_text(int c, const option* longopts) {
 }
 
 void forget_getopt_state() {
-  char name[] = "nd_node";
+  char name[] = "nd_app";
   char* none[] = {name, nullptr};
   optind = 0;
   getopt(1, none, "");
   optind = 0;
+}
+
+std::string getopt_problem(int c, const option* longopts, char* const* argv) {
+  if (c == ':')
+    return "option needs a value: " + (optopt ? option_text(optopt, longopts) : std::string(argv[optind - 1]));
+  return "unknown option: " + (optopt ? std::string("-") + char(optopt) : std::string(argv[optind - 1]));
+}
+
+std::string bad_value(int c, const option* longopts, const char* value) {
+  return "bad value for " + option_text(c, longopts) + ": " + (value ? value : "");
+}
+
+std::string role_problem(const Roles& r) {
+  if (!r.server && !r.client) {
+    if (r.device || r.ipv4) return "--dev and --ip go with --server or --client";
+  } else if (!r.device || !r.ipv4) {
+    return "--server and --client need --dev and --ip";
+  }
+  if (r.client && r.peer_ipv4 == r.ipv4) return "the server's address is our own --ip";
+  if (r.retry && !r.client) return "--retry goes with --client";
+  return "";
 }
 
 }  // namespace ndnic::nd_app

@@ -1,5 +1,7 @@
-// Command-line values the ND tools share: counts, byte sizes with K/M suffixes, IPv4
-// addresses. Strict: the whole text must be the value (no sign, no blanks, no trailing junk).
+// The command line every ND tool shares: its arguments after EAL's "--", strict values
+// (counts, byte sizes with K/M suffixes, IPv4 addresses: the whole text must be the value, no
+// sign, no blanks, no trailing junk), getopt_long's problems worded for a usage error, and the
+// rules of the embedded / --server / --client modes with their --dev, --ip and --retry.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +31,26 @@ std::string option_text(int c, const option* longopts);
 /// (with optind = 1, which does not reinitialise it) and would resume from it once the tool's
 /// strings are gone. A call with optind = 0 on an empty list clears that state.
 void forget_getopt_state();
+
+/// getopt_long's answer `c` after a problem, as a usage error says it: "option needs a value:
+/// --dev" (':'), "unknown option: -x" (anything else). Before forget_getopt_state().
+std::string getopt_problem(int c, const option* longopts, char* const* argv);
+/// "bad value for --ip: 1.2.3".
+std::string bad_value(int c, const option* longopts, const char* value);
+
+/// The options of a tool that runs both ends in this process unless given --server or
+/// --client, each of those on a DPDK port with an address.
+struct Roles {
+  bool server = false;     ///< --server
+  bool client = false;     ///< --client (with the server's address)
+  bool device = false;     ///< --dev given
+  uint32_t ipv4 = 0;       ///< --ip
+  uint32_t peer_ipv4 = 0;  ///< the server's address
+  bool retry = false;      ///< --retry given
+};
+/// The usage error in how they combine, or "": --dev and --ip only with a role and both with
+/// one, a server that is not us, --retry only for a client. (--server with --client is each
+/// tool's first check.)
+std::string role_problem(const Roles& r);
 
 }  // namespace ndnic::nd_app

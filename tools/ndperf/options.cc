@@ -268,27 +268,14 @@ Parsed parse_options(const std::vector<std::string>& args) {
         ok = parse_uint(optarg, 3600, &v) && v > 0;
         o.timeout_s = unsigned(v);
         break;
-      case ':': {
-        std::string what("option needs a value: ");
-        what.append(optopt ? nd_app::option_text(optopt, kLong) : std::string(argv[optind - 1]));
-        nd_app::forget_getopt_state();
-        return usage_error(what);
-      }
       default: {
-        std::string what("unknown option: ");
-        if (optopt) {
-          what.push_back('-');
-          what.push_back(char(optopt));
-        } else {
-          what.append(argv[optind - 1]);
-        }
+        const std::string what = nd_app::getopt_problem(c, kLong, argv.data());
         nd_app::forget_getopt_state();
         return usage_error(what);
       }
     }
     if (!ok) {
-      std::string what("bad value for ");
-      what.append(nd_app::option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
+      std::string what = nd_app::bad_value(c, kLong, optarg);
       if (c == 'm') what.append(" (256, 512, 1024, 2048 or 4096)");
       if (c == 's') what.append(" (1 to 8M)");
       nd_app::forget_getopt_state();
@@ -304,13 +291,8 @@ Parsed parse_options(const std::vector<std::string>& args) {
   if (o.iters && o.duration_s) return usage_error("give --iters or --duration, not both");
   if (o.json_path == "-" && o.csv_path == "-") return usage_error("only one of --json and --csv can go to stdout");
   o.role = server ? Role::kServer : client ? Role::kClient : Role::kEmbedded;
-  if (o.role == Role::kEmbedded) {
-    if (!o.device.empty() || o.ipv4) return usage_error("--dev and --ip go with --server or --client");
-  } else if (o.device.empty() || !o.ipv4) {
-    return usage_error("--server and --client need --dev and --ip");
-  }
-  if (o.role == Role::kClient && o.peer_ipv4 == o.ipv4) return usage_error("the server's address is our own --ip");
-  if (retry && o.role != Role::kClient) return usage_error("--retry goes with --client");
+  const std::string roles = nd_app::role_problem({server, client, !o.device.empty(), o.ipv4, o.peer_ipv4, retry});
+  if (!roles.empty()) return usage_error(roles);
   if (o.role == Role::kServer && client_only)
     return usage_error(client_only_name + " goes to the client: the server runs what the client asks for");
   if (o.role != Role::kServer && !chose_tests) o.tests = *test_set("loopback");

@@ -200,22 +200,10 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
       case kIp:
         ok = parse_ipv4(optarg, &o.ipv4);
         break;
-      case ':': {
-        std::string what = "option needs a value: ";
-        what.append(optopt ? nd_app::option_text(optopt, longopts.data()) : std::string(argv[optind - 1]));
-        return usage_error(tool, what);
-      }
-      default: {
-        std::string what = "unknown option: ";
-        what.append(optopt ? std::string("-") + char(optopt) : std::string(argv[optind - 1]));
-        return usage_error(tool, what);
-      }
+      default:
+        return usage_error(tool, nd_app::getopt_problem(c, longopts.data(), argv.data()));
     }
-    if (!ok) {
-      std::string what = "bad value for ";
-      what.append(nd_app::option_text(c, longopts.data())).append(": ").append(optarg ? optarg : "");
-      return usage_error(tool, what);
-    }
+    if (!ok) return usage_error(tool, nd_app::bad_value(c, longopts.data(), optarg));
   }
   const int first_operand = optind;
   nd_app::forget_getopt_state();
@@ -231,14 +219,8 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
   o.wait_chosen = blocking || polling;
   o.role = server ? Role::kServer : client ? Role::kClient : Role::kEmbedded;
   if (peer_port) o.port = peer_port;
-  if (o.role == Role::kEmbedded) {
-    if (!o.device.empty() || o.ipv4) return usage_error(tool, "--dev and --ip go with --server or --client");
-  } else if (o.device.empty() || !o.ipv4) {
-    return usage_error(tool, "--server and --client need --dev and --ip");
-  }
-  if (o.role == Role::kClient && o.peer_ipv4 == o.ipv4)
-    return usage_error(tool, "the server's address is our own --ip");
-  if (retry && o.role != Role::kClient) return usage_error(tool, "--retry goes with --client");
+  const std::string roles = nd_app::role_problem({server, client, !o.device.empty(), o.ipv4, o.peer_ipv4, retry});
+  if (!roles.empty()) return usage_error(tool, roles);
   return Parsed{o, 0};
 }
 
