@@ -7,10 +7,11 @@
 namespace ndnic::nd_app {
 
 bool Actor::fail(const std::string& what, HRESULT hr) const {
-  if (hr == ND_SUCCESS)
-    std::fprintf(stderr, "%s %s: %s\n", tool_.c_str(), who_, what.c_str());
-  else
-    std::fprintf(stderr, "%s %s: %s: %s\n", tool_.c_str(), who_, what.c_str(), status_text(hr).c_str());
+  std::string line = tool_;
+  if (*who_) line.append(" ").append(who_);
+  line.append(": ").append(what);
+  if (hr != ND_SUCCESS) line.append(": ").append(status_text(hr));
+  std::fprintf(stderr, "%s\n", line.c_str());
   return false;
 }
 

@@ -19,7 +19,7 @@ class Actor {
   Actor(std::string tool, const char* who, unsigned timeout_s, Halt& halt, bool patient)
       : tool_(std::move(tool)), who_(who), timeout_s_(timeout_s), halt_(halt), patient_(patient) {}
 
-  /// "TOOL WHO: WHAT[: STATUS (0x...)]" on stderr; returns false.
+  /// "TOOL WHO: WHAT[: STATUS (0x...)]" on stderr ("TOOL: ..." when `who` is ""); returns false.
   bool fail(const std::string& what, HRESULT hr = ND_SUCCESS) const;
   /// True for ND_SUCCESS; otherwise says what failed and returns false: ND_IO_TIMEOUT as the
   /// --timeout, ND_CANCELED on a halt as "stopped, the other side failed" (silently after
