@@ -113,6 +113,7 @@ bool enough_workers(const char* tool, const std::vector<unsigned>& workers, size
 bool open_pair(const char* tool, const std::vector<unsigned>& workers, size_t per_node, NodeConfig server,
                NodeConfig client, Node* server_node, Node* client_node, const std::string& server_who,
                const std::string& client_who) {
+  if (!enough_workers(tool, workers, 2 * per_node)) return false;
   const size_t n = per_node ? per_node : workers.size() / 2;
   const unsigned queues = unsigned(std::max<size_t>(n, 1));
   const std::string name = tool + std::to_string(getpid());
@@ -122,10 +123,10 @@ bool open_pair(const char* tool, const std::vector<unsigned>& workers, size_t pe
     return false;
   }
   server.device = std::to_string(server_port);
-  server.ipv4 = kEmbeddedServerIpv4;
+  if (!server.ipv4) server.ipv4 = kEmbeddedServerIpv4;
   server.lcores.assign(workers.begin(), workers.begin() + long(n));
   client.device = std::to_string(client_port);
-  client.ipv4 = kEmbeddedClientIpv4;
+  if (!client.ipv4) client.ipv4 = kEmbeddedClientIpv4;
   client.lcores.assign(workers.begin() + long(n), workers.begin() + long(2 * n));
   if (!server_node->open(server)) {
     std::fprintf(stderr, "%s: %s\n", server_who.c_str(), server_node->error().c_str());

@@ -91,8 +91,8 @@ std::vector<unsigned> worker_lcores();
 bool enough_workers(const char* tool, const std::vector<unsigned>& workers, size_t need);
 
 /// The embedded mode: a net_ring pair named TOOL<pid> (unique among the process's devices),
-/// the server node (kEmbeddedServerIpv4) on one end and the client node (kEmbeddedClientIpv4)
-/// on the other, `per_node` of `workers` each (0: half of them each, an odd one idle; a port
+/// the server node (`server.ipv4`, by default kEmbeddedServerIpv4) on one end and the client
+/// node (kEmbeddedClientIpv4 by default) on the other, `per_node` of `workers` each (0: half of them each, an odd one idle; a port
 /// queue per worker on each end). `server` and `client` give the rest of each node's
 /// configuration. Errors to stderr as "TOOL: ..." and "SERVER_WHO: ...".
 bool open_pair(const char* tool, const std::vector<unsigned>& workers, size_t per_node, NodeConfig server,

@@ -48,11 +48,7 @@ int main(int argc, char** argv) {
   } else if (o.role == nd_demo::Role::kActive) {
     rc = nd_demo::run_active(o);
   } else {
-    uint16_t pa = 0, pb = 0;
-    if (!glue::make_ring_pair("nd_demo", &pa, &pb))
-      std::fprintf(stderr, "nd_demo: creating the net_ring pair failed\n");
-    else
-      rc = nd_demo::run_one_process(pa, pb);
+    rc = nd_demo::run_one_process();
   }
   glue::eal_cleanup();
   return rc;

@@ -18,14 +18,6 @@ using nd_app::status_text;
 constexpr uint32_t kOwnerIp = 0xC6120A01;  // 198.18.10.1
 constexpr uint32_t kPeerIp = 0xC6120A02;   // 198.18.10.2
 
-bool open_on(Side& s, uint16_t port_id, uint32_t ip, unsigned lcore) {
-  nd_app::NodeConfig nc;
-  nc.device = std::to_string(port_id);
-  nc.ipv4 = ip;
-  nc.lcores = {lcore};
-  return open_side(s, nc);
-}
-
 /// The owner listens, the peer connects: IB CM over QP1, as between two hosts.
 bool connect(Side& owner, Side& peer, INDListen* listen) {
   if (!new_endpoint(owner) || !new_endpoint(peer)) return false;
@@ -61,11 +53,17 @@ bool send_descriptor(Side& owner, Side& peer, const ND_MW_DESCRIPTOR& desc, ND_M
 
 }  // namespace
 
-int run_one_process(uint16_t pa, uint16_t pb) {
+int run_one_process() {
   Side owner{"owner"}, peer{"peer"};
   std::printf("Two ndnic nodes in this process, on a net_ring pair: owner %s, peer %s\n", ipv4_text(kOwnerIp).c_str(),
               ipv4_text(kPeerIp).c_str());
-  if (!open_on(owner, pa, kOwnerIp, 1) || !open_on(peer, pb, kPeerIp, 2)) return 1;
+  nd_app::NodeConfig owner_node, peer_node;
+  owner_node.ipv4 = kOwnerIp;
+  peer_node.ipv4 = kPeerIp;
+  if (!nd_app::open_pair("nd_demo", nd_app::worker_lcores(), 1, owner_node, peer_node, &owner.node, &peer.node,
+                         "nd_demo: owner", "nd_demo: peer") ||
+      !prepare_side(owner) || !prepare_side(peer))
+    return 1;
   INDListen* listen = nullptr;
   USHORT assigned = 0;
   if (FAILED(owner.adapter()->Listen(4, 0, htons(kPort), &assigned, &listen))) return 1;

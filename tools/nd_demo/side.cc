@@ -64,6 +64,10 @@ bool open_side(Side& s, const nd_app::NodeConfig& nc) {
     std::fprintf(stderr, "nd_demo: %s: %s\n", s.name, s.node.error().c_str());
     return false;
   }
+  return prepare_side(s);
+}
+
+bool prepare_side(Side& s) {
   if (FAILED(s.adapter()->CreateCompletionQueue(64, &s.cq))) return false;
   OVERLAPPED ov{};
   const HRESULT hr = s.finish(s.adapter(), &ov, s.adapter()->RegisterMemory(s.buf.data(), s.buf.size(), &ov, &s.mr));

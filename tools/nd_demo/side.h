@@ -77,6 +77,8 @@ struct Side {
 HRESULT finish_or_cancel(Side& s, INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout);
 /// Opens the side's node, its CQ, and registers its buffer (narrated).
 bool open_side(Side& s, const nd_app::NodeConfig& nc);
+/// The CQ and the registered buffer of a side whose node is open (narrated).
+bool prepare_side(Side& s);
 /// The endpoint on the side's connector (8 deep each way, 2 SGEs, 2 reads in and out).
 bool create_endpoint(Side& s);
 /// A fresh connector and endpoint (the old ones released).

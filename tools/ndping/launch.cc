@@ -115,6 +115,22 @@ int run(const Options& o, const Halves& h) {
 
 }  // namespace
 
+std::optional<Request> take_request(Connection& c, const Options& o, uint32_t ipv4, const Limits& lim, size_t bytes,
+                                    const Ready& ready) {
+  if (!c.open(ipv4, lim, bytes) || !c.listen(o.port)) {
+    ready(false);
+    return std::nullopt;
+  }
+  ready(true);
+  std::vector<uint8_t> data;
+  if (!c.get_request(&data)) return std::nullopt;
+  const std::optional<Request> req = decode_request(data.data(), data.size());
+  if (req && req->tool == o.tool) return req;
+  c.reject();
+  c.fail(std::string("refused a connection that is not from an ") + tool_name(o.tool) + " client of this version");
+  return std::nullopt;
+}
+
 int launch(Tool tool, int argc, char** argv, const Halves& halves) {
   // Our options first, so --help and usage errors answer without starting EAL.
   const Parsed parsed = parse_options(tool, program_args(argc, argv));
