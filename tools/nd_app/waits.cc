@@ -14,15 +14,21 @@ constexpr auto kCancelGrace = std::chrono::milliseconds(100);
 
 }  // namespace
 
-bool wait_result(INDCompletionQueue* cq, const ND_RESULT* r, Clock::time_point deadline) {
-  ND_RESULT* got[16];
-  while (r->Status == ND_PENDING) {
-    if (cq->GetResults(got, 16) == 0) {
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(kIdleSleep);
-    }
+bool wait_result(INDCompletionQueue* cq, const ND_RESULT* r, std::vector<ND_RESULT*>* reaped,
+                 Clock::duration timeout) {
+  const auto end = Clock::now() + timeout;
+  for (;;) {
+    for (auto it = reaped->begin(); it != reaped->end(); ++it)
+      if (*it == r) {
+        reaped->erase(it);
+        return true;
+      }
+    if (Clock::now() >= end) return false;
+    ND_RESULT* got[4];
+    const SIZE_T n = cq->GetResults(got, 4);
+    reaped->insert(reaped->end(), got, got + n);
+    if (n == 0) std::this_thread::sleep_for(kIdleSleep);
   }
-  return true;
 }
 
 HRESULT wait_overlapped(INDOverlapped* o, OVERLAPPED* ov, Clock::time_point deadline) {

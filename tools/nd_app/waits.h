@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "nd_frontend/ndspi.h"
 
@@ -13,9 +14,11 @@ namespace ndnic::nd_app {
 
 using Clock = std::chrono::steady_clock;
 
-/// Reaps `cq` until `r` completes (every other result reaped on the way completes too: each
-/// ND_RESULT is its own request's record) or `deadline` passes. False on the deadline.
-bool wait_result(INDCompletionQueue* cq, const ND_RESULT* r, Clock::time_point deadline);
+/// Reaps `cq` until `r` is among its results, or `timeout` passes (false). The results reaped
+/// on the way stay in `reaped` in the CQ's order, where the next wait looks first: a check of
+/// the order results arrive in starts with them.
+bool wait_result(INDCompletionQueue* cq, const ND_RESULT* r, std::vector<ND_RESULT*>* reaped,
+                 Clock::duration timeout);
 
 /// Waits for an overlapped call to finish, up to `deadline`; ND_TIMEOUT when it did not.
 HRESULT wait_overlapped(INDOverlapped* o, OVERLAPPED* ov, Clock::time_point deadline);

@@ -112,22 +112,6 @@ bool send(Side& s, const void* what, size_t len) {
   return SUCCEEDED(s.ep->Send(&r, &out, 1, 0)) && s.wait(&r) && r.Status == ND_SUCCESS;
 }
 
-bool Side::wait(const ND_RESULT* r, Clock::duration timeout) {
-  const auto end = Clock::now() + timeout;
-  for (;;) {
-    for (auto it = reaped.begin(); it != reaped.end(); ++it)
-      if (*it == r) {
-        reaped.erase(it);
-        return true;
-      }
-    if (Clock::now() >= end) return false;
-    ND_RESULT* got[4];
-    const SIZE_T n = cq->GetResults(got, 4);
-    reaped.insert(reaped.end(), got, got + n);
-    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
-}
-
 void check_invalidate_then_receive(Side& owner, const ND_RESULT* invalidated, const ND_RESULT* rr,
                                    Clock::duration timeout) {
   std::vector<ND_RESULT*> order;

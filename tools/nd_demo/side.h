@@ -65,7 +65,9 @@ struct Side {
   std::vector<ND_RESULT*> reaped;
 
   /// Reaps `cq` until `r` is among the results (kept in `reaped` otherwise), or `timeout`.
-  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout);
+  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout) {
+    return nd_app::wait_result(cq, r, &reaped, timeout);
+  }
   HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
     return hr == ND_PENDING ? nd_app::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
   }
