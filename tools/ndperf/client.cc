@@ -1,12 +1,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tools/ndperf/nd/groups.h"
-#include "tools/ndperf/nd/halves.h"
-#include "tools/ndperf/launch.h"
-#include "tools/ndperf/lcore_run.h"
 #include "tools/ndperf/baselines/memcpy_test.h"
 #include "tools/ndperf/baselines/raw_test.h"
+#include "tools/ndperf/launch.h"
+#include "tools/ndperf/lcore_run.h"
+#include "tools/ndperf/nd/groups.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/roles.h"
 

@@ -18,12 +18,13 @@
 #include <rte_lcore.h>
 
 #include "pmd_glue/pmd_glue.h"
+#include "tools/nd_app/eal.h"
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/node.h"
-#include "tools/ndperf/report/output.h"
 #include "tools/ndperf/perftest/options.h"
+#include "tools/ndperf/report/output.h"
 #include "tools/ndperf/roles.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -61,17 +62,10 @@ int run(int argc, char** argv) {
   // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
   signal(SIGPIPE, SIG_IGN);
   nd_app::install_sigint();
-  glue::EalDefaults defaults;
-  defaults.options = {{"--lcores", default_lcores(o)},  // before EAL pins this thread
-                      {"--no-pci", ""},
-                      {"--log-level", "lib.eal:warning"},
-                      {"--log-level", "lib.vhost.*:warning"},  // vhost-user's set-up chatter
-                      {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "ndperf: %s\n", eal.error.c_str());
+  // The lcore map is chosen before EAL pins this thread; vhost-user's set-up chatter is left out.
+  if (!nd_app::start_eal("ndperf", argc, argv, {"--lcores", default_lcores(o)}, nullptr,
+                         {{"--log-level", "lib.vhost.*:warning"}}))
     return 1;
-  }
   place_threads(&o);
   resolve_threads(&o);
   RunReport report;

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/plan.h"
 #include "tools/ndperf/stats.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 

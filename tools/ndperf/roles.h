@@ -4,9 +4,9 @@
 // "no more tests". The embedded mode runs both, the server on a thread of its own.
 #pragma once
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/node.h"
 #include "tools/ndperf/results.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 

@@ -1,10 +1,10 @@
 #include <cstdio>
 
-#include "tools/ndperf/nd/groups.h"
-#include "tools/ndperf/nd/halves.h"
+#include "tools/ndperf/baselines/raw_test.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
-#include "tools/ndperf/baselines/raw_test.h"
+#include "tools/ndperf/nd/groups.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/roles.h"
 
 namespace ndnic::ndperf {

@@ -1,3 +1,4 @@
+#include "tools/nd_app/eal.h"
 #include "tools/ndping/launch.h"
 
 #include <signal.h>
@@ -138,16 +139,8 @@ int launch(Tool tool, int argc, char** argv, const Halves& halves) {
   // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
   signal(SIGPIPE, SIG_IGN);
   Options o = *parsed.options;
-  glue::EalDefaults defaults;
-  defaults.options = {{"--lcores", default_lcores(o)},  // before EAL pins this thread
-                      {"--no-pci", ""},
-                      {"--log-level", "lib.eal:warning"},
-                      {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "%s: %s\n", tool_name(tool), eal.error.c_str());
-    return 1;
-  }
+  // The lcore map is chosen before EAL pins this thread.
+  if (!nd_app::start_eal(tool_name(tool), argc, argv, {"--lcores", default_lcores(o)})) return 1;
   choose_waits(&o);
   const int rc = run(o, halves);
   glue::eal_cleanup();

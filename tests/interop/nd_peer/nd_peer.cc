@@ -19,6 +19,7 @@
 #include "tests/interop/nd_peer/peer.h"
 #include "tests/interop/nd_peer/scenarios.h"
 #include "tools/nd_app/arguments.h"
+#include "tools/nd_app/eal.h"
 #include "tools/nd_app/node.h"
 
 namespace {
@@ -90,17 +91,12 @@ bool parse(const std::vector<std::string>& args, Options* o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  glue::EalDefaults defaults;
-  defaults.options = {{"-l", "0,1"}, {"--no-pci", ""}, {"--log-level", "lib.eal:warning"}, {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "nd_peer: %s\n", eal.error.c_str());
-    return 1;
-  }
+  std::vector<std::string> args;
+  if (!nd_app::start_eal("nd_peer", argc, argv, {"-l", "0,1"}, &args)) return 1;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int rc = 1;
   Options o;
-  if (parse(eal.args, &o)) {
+  if (parse(args, &o)) {
     nd_app::Node node;
     nd_app::NodeConfig nc;
     nc.device = o.device;

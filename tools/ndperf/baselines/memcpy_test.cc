@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 namespace {

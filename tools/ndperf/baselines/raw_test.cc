@@ -7,12 +7,12 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
+#include "tools/nd_app/halt.h"
+#include "tools/ndperf/baselines/raw_frames.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/baselines/raw_frames.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 namespace {

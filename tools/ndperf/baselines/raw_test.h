@@ -11,9 +11,9 @@
 // message's bytes of each size; raw_lat's client checks the last answer's.
 #pragma once
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/nd/exchange.h"
 #include "tools/ndperf/node.h"
-#include "tools/nd_app/halt.h"
 
 namespace ndnic::ndperf {
 

@@ -14,12 +14,12 @@
 
 #include "nd_frontend/ndnic_ext.h"
 #include "nd_frontend/ndspi.h"
-#include "tools/ndperf/node.h"
-#include "tools/ndperf/plan.h"
 #include "tools/nd_app/actor.h"
 #include "tools/nd_app/connection.h"
 #include "tools/nd_app/halt.h"
 #include "tools/nd_app/reaper.h"
+#include "tools/ndperf/node.h"
+#include "tools/ndperf/plan.h"
 
 namespace ndnic::ndperf {
 
