@@ -45,6 +45,10 @@ std::string ipv4_text(uint32_t ip) {
   return b;
 }
 
+void print_usage_error(const char* tool, const std::string& what) {
+  std::fprintf(stderr, "%1$s: %2$s\nTry '%1$s --help' for more information.\n", tool, what.c_str());
+}
+
 std::vector<std::string> program_args(int argc, char** argv) {
   int first = 1;
   for (int i = 1; i < argc; i++) {

@@ -5,12 +5,23 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 struct option;  // <getopt.h>
 
 namespace ndnic::nd_app {
+
+constexpr int kUsageExit = 2;  ///< the exit status after a usage error
+
+/// What a tool's parse_options decided: run with these options, or exit now with this status
+/// (0 after --help, kUsageExit after a usage error, which has been printed).
+template <class Options>
+struct Parsed {
+  std::optional<Options> options;
+  int exit_code = 0;
+};
 
 /// A decimal number 0 .. max.
 bool parse_uint(const char* s, unsigned long max, unsigned long* out);
@@ -20,6 +31,16 @@ bool parse_size(const char* s, unsigned long max, unsigned long* out);
 bool parse_ipv4(const char* s, uint32_t* out);
 /// "198.18.0.1" from a host-order address: what parse_ipv4 reads back.
 std::string ipv4_text(uint32_t ip);
+
+/// The two lines of a usage error (usage_error()).
+void print_usage_error(const char* tool, const std::string& what);
+/// "TOOL: WHAT" and "Try 'TOOL --help' for more information." on stderr; a Parsed that exits
+/// with kUsageExit.
+template <class Options>
+Parsed<Options> usage_error(const char* tool, const std::string& what) {
+  print_usage_error(tool, what);
+  return Parsed<Options>{std::nullopt, kUsageExit};
+}
 
 /// The program's own arguments: after the first "--", or all of them when there is none (as
 /// pmd_glue's eal_init splits argv). Lets --help and usage errors answer before EAL starts.

@@ -30,10 +30,7 @@ constexpr const char* kUsage =
     "      --capture=FILE   write the port's frames to a pcap file\n"
     "  -h, --help           this text\n";
 
-Parsed usage_error(const std::string& what) {
-  std::fprintf(stderr, "nd_demo: %s\nTry 'nd_demo --help' for more information.\n", what.c_str());
-  return Parsed{std::nullopt, 2};
-}
+Parsed usage_error(const std::string& what) { return nd_app::usage_error<Options>("nd_demo", what); }
 
 }  // namespace
 

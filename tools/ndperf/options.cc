@@ -83,10 +83,7 @@ using nd_app::parse_uint;
 /// BYTES with an optional K or M (binary) suffix, 1 .. kMaxSize.
 bool parse_size(const char* s, unsigned long* out) { return nd_app::parse_size(s, kMaxSize, out); }
 
-Parsed usage_error(const std::string& what) {
-  std::fprintf(stderr, "ndperf: %s\nTry 'ndperf --help' for more information.\n", what.c_str());
-  return Parsed{std::nullopt, 2};
-}
+Parsed usage_error(const std::string& what) { return nd_app::usage_error<Options>("ndperf", what); }
 
 bool add_tests(std::string_view list, std::vector<Test>* tests, std::string* bad) {
   while (!list.empty()) {

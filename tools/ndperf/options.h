@@ -61,12 +61,7 @@ struct Options {
   unsigned timeout_s = kDefaultTimeoutS;
 };
 
-/// Run with these options, or exit now with this status (0 after --help, 2 after a usage
-/// error, which has been printed).
-struct Parsed {
-  std::optional<Options> options;
-  int exit_code = 0;
-};
+using Parsed = nd_app::Parsed<Options>;
 
 Parsed parse_options(const std::vector<std::string>& args);
 

@@ -97,8 +97,7 @@ void print_usage(FILE* f, Tool tool) {
 }
 
 Parsed usage_error(Tool tool, const std::string& what) {
-  std::fprintf(stderr, "%1$s: %2$s\nTry '%1$s --help' for more information.\n", tool_name(tool), what.c_str());
-  return Parsed{std::nullopt, 2};
+  return nd_app::usage_error<Options>(tool_name(tool), what);
 }
 
 }  // namespace

@@ -46,12 +46,7 @@ struct Options {
   std::string capture;               ///< pcap of the client's port (embedded) or our port
 };
 
-/// What parse_options decided: run with these options, or exit now with this status (0 after
-/// --help, 2 after a usage error, which it has printed).
-struct Parsed {
-  std::optional<Options> options;
-  int exit_code = 0;
-};
+using Parsed = nd_app::Parsed<Options>;
 
 /// Parses the program's arguments (those after EAL's "--").
 Parsed parse_options(Tool tool, const std::vector<std::string>& args);
