@@ -39,6 +39,20 @@ bool parse_ipv4(const char* s, uint32_t* out) {
   return true;
 }
 
+bool parse_port(const char* s, uint16_t* out) {
+  unsigned long v = 0;
+  if (!parse_uint(s, 65535, &v) || v == 0) return false;
+  *out = uint16_t(v);
+  return true;
+}
+
+bool parse_seconds(const char* s, unsigned min_s, unsigned* out) {
+  unsigned long v = 0;
+  if (!parse_uint(s, kMaxSeconds, &v) || v < min_s) return false;
+  *out = unsigned(v);
+  return true;
+}
+
 std::string ipv4_text(uint32_t ip) {
   char b[16];
   std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);

@@ -29,6 +29,11 @@ bool parse_uint(const char* s, unsigned long max, unsigned long* out);
 bool parse_size(const char* s, unsigned long max, unsigned long* out);
 /// A dotted IPv4 address other than 0.0.0.0, host order.
 bool parse_ipv4(const char* s, uint32_t* out);
+/// An ND port, 1 .. 65535.
+bool parse_port(const char* s, uint16_t* out);
+/// --timeout (`min_s` 1) or --retry (`min_s` 0): seconds up to kMaxSeconds.
+bool parse_seconds(const char* s, unsigned min_s, unsigned* out);
+constexpr unsigned long kMaxSeconds = 3600;  ///< an hour: more is a typo
 /// "198.18.0.1" from a host-order address: what parse_ipv4 reads back.
 std::string ipv4_text(uint32_t ip);
 

@@ -13,7 +13,7 @@ using EalOption = std::pair<std::string, std::string>;  ///< {"--lcores", "0@0,1
 /// Starts EAL with `lcores` ({"--lcores", map} or {"-l", list}), the defaults above and
 /// `more`. False after "TOOL: why" on stderr. `args`, when given, gets the program's own
 /// arguments (after "--").
-bool start_eal(const char* tool, int argc, char** argv, const EalOption& lcores, std::vector<std::string>* args = nullptr,
-               const std::vector<EalOption>& more = {});
+bool start_eal(const char* tool, int argc, char** argv, const EalOption& lcores,
+               std::vector<std::string>* args = nullptr, const std::vector<EalOption>& more = {});
 
 }  // namespace ndnic::nd_app

@@ -92,9 +92,10 @@ bool enough_workers(const char* tool, const std::vector<unsigned>& workers, size
 
 /// The embedded mode: a net_ring pair named TOOL<pid> (unique among the process's devices),
 /// the server node (`server.ipv4`, by default kEmbeddedServerIpv4) on one end and the client
-/// node (kEmbeddedClientIpv4 by default) on the other, `per_node` of `workers` each (0: half of them each, an odd one idle; a port
-/// queue per worker on each end). `server` and `client` give the rest of each node's
-/// configuration. Errors to stderr as "TOOL: ..." and "SERVER_WHO: ...".
+/// node (kEmbeddedClientIpv4 by default) on the other, `per_node` of `workers` each (0: half
+/// of them each, an odd one idle; a port queue per worker on each end). `server` and `client`
+/// give the rest of each node's configuration. Errors to stderr as "TOOL: ...", "SERVER_WHO:
+/// ..." and "CLIENT_WHO: ...".
 bool open_pair(const char* tool, const std::vector<unsigned>& workers, size_t per_node, NodeConfig server,
                NodeConfig client, Node* server_node, Node* client_node, const std::string& server_who,
                const std::string& client_who);

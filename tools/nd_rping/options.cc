@@ -87,11 +87,10 @@ bool parse_options(const std::vector<std::string>& args, Options* o, int* exit_c
       }
     } else if (a == "-p") {
       if (!value(&v)) return false;
-      if (!parse_uint(v, 65535, &n) || n == 0) {
+      if (!nd_app::parse_port(v.c_str(), &o->port)) {
         std::fprintf(stderr, "nd_rping: -p %s: not a port\n", v.c_str());
         return false;
       }
-      o->port = uint16_t(n);
     } else if (a == "--ip") {
       if (!value(&v)) return false;
       if (!parse_ipv4(v, &o->ipv4)) {

@@ -253,17 +253,14 @@ Parsed parse_options(const std::vector<std::string>& args) {
         ok = parse_ipv4(optarg, &o.ipv4);
         break;
       case 'p':
-        ok = parse_uint(optarg, 65535, &v) && v > 0;
-        o.port = uint16_t(v);
+        ok = nd_app::parse_port(optarg, &o.port);
         break;
       case kRetry:
         retry = true;
-        ok = parse_uint(optarg, 3600, &v);
-        o.retry_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 0, &o.retry_s);
         break;
       case kTimeout:
-        ok = parse_uint(optarg, 3600, &v) && v > 0;
-        o.timeout_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 1, &o.timeout_s);
         break;
       default: {
         const std::string what = nd_app::getopt_problem(c, kLong, argv.data());

@@ -81,9 +81,7 @@ bool parse_peer(const char* s, uint32_t* ip, uint16_t* port) {
   std::string_view v(s);
   const size_t colon = v.find(':');
   if (colon != std::string_view::npos) {
-    unsigned long p = 0;
-    if (!parse_uint(std::string(v.substr(colon + 1)).c_str(), 65535, &p) || p == 0) return false;
-    *port = uint16_t(p);
+    if (!nd_app::parse_port(std::string(v.substr(colon + 1)).c_str(), port)) return false;
   }
   return parse_ipv4(std::string(v.substr(0, colon)).c_str(), ip);
 }
@@ -147,8 +145,7 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         ok = parse_peer(optarg, &o.peer_ipv4, &peer_port);
         break;
       case kPort:
-        ok = parse_uint(optarg, 65535, &v) && v > 0;
-        o.port = uint16_t(v);
+        ok = nd_app::parse_port(optarg, &o.port);
         break;
       case 'b':
         blocking = true;
@@ -182,13 +179,11 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         o.check = false;
         break;
       case kTimeout:
-        ok = parse_uint(optarg, 3600, &v) && v > 0;
-        o.timeout_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 1, &o.timeout_s);
         break;
       case kRetry:
         retry = true;
-        ok = parse_uint(optarg, 3600, &v);
-        o.retry_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 0, &o.retry_s);
         break;
       case kCapture:
         o.capture = optarg;

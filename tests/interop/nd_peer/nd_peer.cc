@@ -50,7 +50,6 @@ bool parse(const std::vector<std::string>& args, Options* o) {
   for (size_t i = 0; i < args.size(); i++) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    unsigned long v = 0;
     if (a == "--server") {
       o->connect.server = true;
     } else if (a == "--client" && has_value) {
@@ -64,11 +63,10 @@ bool parse(const std::vector<std::string>& args, Options* o) {
     } else if (a == "--capture" && has_value) {
       o->capture = args[++i];
     } else if (a == "-p" && has_value) {
-      if (!nd_app::parse_uint(args[++i].c_str(), 65535, &v) || v == 0) return usage("-p wants a port 1..65535");
-      o->connect.port = uint16_t(v);
+      if (!nd_app::parse_port(args[++i].c_str(), &o->connect.port)) return usage("-p wants a port 1..65535");
     } else if (a == "--retry" && has_value) {
-      if (!nd_app::parse_uint(args[++i].c_str(), 3600, &v)) return usage("--retry wants seconds 0..3600");
-      o->connect.retry_s = unsigned(v);
+      if (!nd_app::parse_seconds(args[++i].c_str(), 0, &o->connect.retry_s))
+        return usage("--retry wants seconds 0..3600");
     } else if (a == "--scenario" && has_value) {
       o->scenario_name = args[++i];
     } else {
