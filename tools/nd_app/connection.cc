@@ -33,6 +33,11 @@ void Connection::release() {
   connected_ = disconnected_ = false;
 }
 
+void Connection::adopt(INDConnector* conn) {
+  release();
+  conn_ = conn;
+}
+
 void Connection::close() {
   if (connected_ && !disconnected_) {
     auto ov = std::make_unique<OVERLAPPED>();

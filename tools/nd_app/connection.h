@@ -51,6 +51,9 @@ class Connection {
   void close();
   /// Releases the endpoint, its extension and the connector, connected or not.
   void release();
+  /// Releases this connection's objects and takes over `conn` (a connector that has taken a
+  /// request on a listen while the connection before it stayed up).
+  void adopt(INDConnector* conn);
 
   // ---- server ----
   /// Waits (for as long as it takes, or a halt) for the next request on `listen` into this

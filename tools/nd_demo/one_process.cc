@@ -22,20 +22,20 @@ constexpr uint32_t kPeerIp = 0xC6120A02;   // 198.18.10.2
 bool connect(Side& owner, Side& peer, INDListen* listen) {
   if (!new_endpoint(owner) || !new_endpoint(peer)) return false;
   OVERLAPPED req{}, con{}, acc{}, done{};
-  HRESULT hr = listen->GetConnectionRequest(owner.conn, &req);
+  HRESULT hr = listen->GetConnectionRequest(owner.conn(), &req);
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(kPort);
   to.sin_addr.s_addr = htonl(kOwnerIp);
-  HRESULT hc = peer.conn->Connect(peer.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
+  HRESULT hc = peer.conn()->Connect(peer.ep(), reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
   if (owner.finish(listen, &req, hr) != ND_SUCCESS) return false;
   // Accept completes when the RTU arrives, which only the peer's CompleteConnect sends: it is
   // waited for last. Every OVERLAPPED here is finished before this frame goes.
-  const HRESULT ha = owner.conn->Accept(owner.ep, nullptr, 0, &acc);
+  const HRESULT ha = owner.conn()->Accept(owner.ep(), nullptr, 0, &acc);
   if (FAILED(ha)) return false;
-  if (peer.finish(peer.conn, &con, hc) != ND_SUCCESS) return false;
-  hc = peer.finish(peer.conn, &done, peer.conn->CompleteConnect(&done));
-  const HRESULT accepted = owner.finish(owner.conn, &acc, ha);
+  if (peer.finish(peer.conn(), &con, hc) != ND_SUCCESS) return false;
+  hc = peer.finish(peer.conn(), &done, peer.conn()->CompleteConnect(&done));
+  const HRESULT accepted = owner.finish(owner.conn(), &acc, ha);
   return check(hc == ND_SUCCESS && accepted == ND_SUCCESS, peer.name,
                "connected to " + ipv4_text(kOwnerIp) + ":" + std::to_string(kPort) +
                    " (IB CM REQ/REP/RTU on QP1): " + status_text(hc));
@@ -85,7 +85,7 @@ int run_one_process() {
         peer.name, "RDMA WRITE 4 KiB at offset 0: " + status_text(hr) + ", the owner's memory holds it");
   ND_RESULT rd{};
   ND_SGE back = peer.sge(kReadBackOffset, kPayload);
-  hr = peer.ep->Read(&rd, &back, 1, &at_peer, 0, 0);
+  hr = peer.ep()->Read(&rd, &back, 1, &at_peer, 0, 0);
   const bool read_ok = SUCCEEDED(hr) && peer.wait(&rd) && rd.Status == ND_SUCCESS &&
                        std::memcmp(peer.buf.data() + kReadBackOffset, owner.buf.data() + kWindowOffset, kPayload) == 0;
   check(read_ok, peer.name, "RDMA READ 4 KiB back: " + status_text(rd.Status) + ", same bytes");
@@ -94,7 +94,7 @@ int run_one_process() {
   ND_RESULT rr{}, si{};
   ND_SGE msg = peer.sge(0, sizeof kThanks);
   std::memcpy(peer.buf.data(), kThanks, sizeof kThanks);
-  if (!post_receive(owner, &rr, kMessageOffset, 64) || FAILED(peer.ep->SendAndInvalidate(&si, &msg, 1, &at_peer, 0)))
+  if (!post_receive(owner, &rr, kMessageOffset, 64) || FAILED(peer.ep()->SendAndInvalidate(&si, &msg, 1, &at_peer, 0)))
     return 1;
   const bool sent = peer.wait(&si);
   check(sent && si.Status == ND_SUCCESS, peer.name,
@@ -119,7 +119,7 @@ int run_one_process() {
   mw->Release();
   listen->Release();
   OVERLAPPED ov{};
-  peer.finish(peer.conn, &ov, peer.conn->Disconnect(&ov));
+  peer.finish(peer.conn(), &ov, peer.conn()->Disconnect(&ov));
   return finish_line();
 }
 

@@ -35,13 +35,6 @@ int finish_line() {
   return g_failures ? 1 : 0;
 }
 
-void Side::drop_connection() {
-  if (ep) ep->Release();
-  if (conn) conn->Release();
-  ep = nullptr;
-  conn = nullptr;
-}
-
 Side::~Side() {
   drop_connection();
   if (mr) {
@@ -74,16 +67,16 @@ bool prepare_side(Side& s) {
   return check(hr == ND_SUCCESS, s.name, "registered " + std::to_string(kBuffer >> 10) + " KiB: " + status_text(hr));
 }
 
-bool create_endpoint(Side& s) { return SUCCEEDED(s.conn->CreateEndpoint(s.cq, s.cq, 8, 8, 2, 2, 2, 2, nullptr, &s.ep)); }
+bool create_endpoint(Side& s) { return s.link.create_endpoint(s.adapter(), s.cq, nd_app::EndpointShape{8, 8, 2, 2}); }
 
 bool new_endpoint(Side& s) {
   s.drop_connection();
-  return SUCCEEDED(s.adapter()->CreateConnector(&s.conn)) && create_endpoint(s);
+  return create_endpoint(s);
 }
 
 bool bind(Side& owner, INDMemoryWindow* mw, ND_MW_DESCRIPTOR* desc) {
   ND_RESULT r{};
-  HRESULT hr = owner.ep->Bind(&r, owner.mr, mw, owner.buf.data() + kWindowOffset, kWindowLength,
+  HRESULT hr = owner.ep()->Bind(&r, owner.mr, mw, owner.buf.data() + kWindowOffset, kWindowLength,
                               ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE, desc);
   const bool ok = SUCCEEDED(hr) && owner.wait(&r) && r.Status == ND_SUCCESS;
   return check(ok, owner.name,
@@ -95,13 +88,13 @@ HRESULT write(Side& peer, const ND_MW_DESCRIPTOR& desc, size_t off, uint8_t fill
   std::memset(peer.buf.data() + 4096, fill, kPayload);
   ND_SGE s = peer.sge(4096, kPayload);
   ND_RESULT r{};
-  if (FAILED(peer.ep->Write(&r, &s, 1, &desc, off, 0))) return ND_FAILURE;
+  if (FAILED(peer.ep()->Write(&r, &s, 1, &desc, off, 0))) return ND_FAILURE;
   return peer.wait(&r) ? r.Status : ND_TIMEOUT;
 }
 
 bool post_receive(Side& s, ND_RESULT* r, size_t off, size_t len) {
   ND_SGE in = s.sge(off, len);
-  const HRESULT hr = s.ep->Receive(r, &in, 1);
+  const HRESULT hr = s.ep()->Receive(r, &in, 1);
   return SUCCEEDED(hr) || check(false, s.name, "posting a receive: " + status_text(hr));
 }
 
@@ -109,7 +102,7 @@ bool send(Side& s, const void* what, size_t len) {
   std::memcpy(s.buf.data(), what, len);
   ND_SGE out = s.sge(0, len);
   ND_RESULT r{};
-  return SUCCEEDED(s.ep->Send(&r, &out, 1, 0)) && s.wait(&r) && r.Status == ND_SUCCESS;
+  return SUCCEEDED(s.ep()->Send(&r, &out, 1, 0)) && s.wait(&r) && r.Status == ND_SUCCESS;
 }
 
 void check_invalidate_then_receive(Side& owner, const ND_RESULT* invalidated, const ND_RESULT* rr,

@@ -8,7 +8,10 @@
 #include <vector>
 
 #include "nd_frontend/ndspi.h"
+#include "tools/nd_app/actor.h"
 #include "tools/nd_app/arguments.h"
+#include "tools/nd_app/connection.h"
+#include "tools/nd_app/halt.h"
 #include "tools/nd_app/node.h"
 #include "tools/nd_app/status.h"
 #include "tools/nd_app/waits.h"
@@ -44,20 +47,23 @@ int finish_line();
 
 /// One side: its node, CQ, registered buffer, connector and endpoint.
 struct Side {
-  explicit Side(const char* n) : name(n) {}
+  explicit Side(const char* n) : name(n), actor("nd_demo", n, kStepTimeout.count(), halt, false), link(actor) {}
   ~Side();
   Side(const Side&) = delete;
   Side& operator=(const Side&) = delete;
 
   const char* name;
+  nd_app::Halt halt{false};
+  nd_app::Actor actor;  ///< "nd_demo owner: CreateEndpoint: ..." when an endpoint cannot be made
   nd_app::Node node;
   INDCompletionQueue* cq = nullptr;
-  INDConnector* conn = nullptr;
-  INDEndpoint* ep = nullptr;
+  nd_app::Connection link;  ///< the connector and its endpoint
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBuffer);
   ND_MR_HANDLE mr = nullptr;
 
   INDAdapter* adapter() { return node.adapter(); }
+  INDConnector* conn() const { return link.connector(); }
+  INDEndpoint* ep() const { return link.endpoint(); }
   ND_SGE sge(size_t off, size_t len) { return ND_SGE{buf.data() + off, len, mr}; }
   /// Results reaped from `cq` while waiting for another one, in the CQ's order: a check of the
   /// order results arrive in starts with these (an ACK lost on the port can make our own Send
@@ -71,7 +77,7 @@ struct Side {
   HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
     return hr == ND_PENDING ? nd_app::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
   }
-  void drop_connection();
+  void drop_connection() { link.release(); }
 };
 
 /// finish() for a wait that may time out: a call still pending then is canceled (its OVERLAPPED
