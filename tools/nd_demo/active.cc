@@ -16,7 +16,7 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 // Between connection attempts while the owner is not listening yet.
 constexpr auto kRetryPause = std::chrono::milliseconds(250);
@@ -36,8 +36,8 @@ bool connect(Side& peer, uint32_t owner_ip, Clock::duration wait, ND_RESULT* rr)
     if (!new_endpoint(peer)) return check(false, peer.name, "creating a connector and an endpoint failed");
     attempts++;
     OVERLAPPED con{};
-    HRESULT hr = peer.conn->Connect(peer.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
-    hr = finish_or_cancel(peer, peer.conn, &con, hr, kStepTimeout);
+    HRESULT hr = peer.conn()->Connect(peer.ep(), reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
+    hr = finish_or_cancel(peer, peer.conn(), &con, hr, kStepTimeout);
     if (hr == ND_SUCCESS) break;
     // Refused: the owner's node runs but does not listen yet; timeout: no node there yet.
     const bool starting = hr == ND_CONNECTION_REFUSED || hr == ND_TIMEOUT || hr == ND_IO_TIMEOUT ||
@@ -50,7 +50,7 @@ bool connect(Side& peer, uint32_t owner_ip, Clock::duration wait, ND_RESULT* rr)
   }
   if (!post_receive(peer, rr, 0, sizeof(ND_MW_DESCRIPTOR))) return false;
   OVERLAPPED done{};
-  const HRESULT hr = finish_or_cancel(peer, peer.conn, &done, peer.conn->CompleteConnect(&done), kStepTimeout);
+  const HRESULT hr = finish_or_cancel(peer, peer.conn(), &done, peer.conn()->CompleteConnect(&done), kStepTimeout);
   return check(hr == ND_SUCCESS, peer.name,
                "connected to " + where + " (IB CM REQ/REP/RTU on QP1): " + status_text(hr));
 }
@@ -70,7 +70,7 @@ int run_active(const Options& o) {
   const auto wait = std::chrono::seconds(o.wait_s);
   std::printf("The window's peer (active side), ndnic on %s as %s, the owner at %s\n", o.device.c_str(),
               ipv4_text(o.ipv4).c_str(), ipv4_text(o.peer_ipv4).c_str());
-  nd_node::NodeConfig nc;
+  nd_app::NodeConfig nc;
   nc.device = o.device;
   nc.ipv4 = o.ipv4;
   nc.capture = o.capture;
@@ -88,7 +88,7 @@ int run_active(const Options& o) {
   ND_RESULT rd{};
   ND_SGE back = peer.sge(kReadBackOffset, kPayload);
   std::memset(peer.buf.data() + kReadBackOffset, 0, kPayload);
-  hr = peer.ep->Read(&rd, &back, 1, &desc, 0, 0);
+  hr = peer.ep()->Read(&rd, &back, 1, &desc, 0, 0);
   const bool read_ok = SUCCEEDED(hr) && peer.wait(&rd) && rd.Status == ND_SUCCESS &&
                        std::memcmp(peer.buf.data() + kReadBackOffset, peer.buf.data() + 4096, kPayload) == 0;
   check(read_ok, peer.name, "RDMA READ 4 KiB back: " + status_text(rd.Status) + ", the bytes written");
@@ -97,7 +97,7 @@ int run_active(const Options& o) {
   ND_RESULT si{};
   ND_SGE msg = peer.sge(0, sizeof kThanks);
   std::memcpy(peer.buf.data(), kThanks, sizeof kThanks);
-  hr = peer.ep->SendAndInvalidate(&si, &msg, 1, &desc, 0);
+  hr = peer.ep()->SendAndInvalidate(&si, &msg, 1, &desc, 0);
   const bool sent = SUCCEEDED(hr) && peer.wait(&si);
   check(sent && si.Status == ND_SUCCESS, peer.name,
         "SendAndInvalidate(token " + hex(be32toh(desc.Token)) + "): " + status_text(sent ? si.Status : hr));
@@ -119,7 +119,7 @@ int run_active(const Options& o) {
   // The owner checks its window when this note arrives: RC puts it after the WRITE.
   check(send(peer, kNewTokenWorks, sizeof kNewTokenWorks), peer.name, "told the owner (a Send)");
   OVERLAPPED ov{};
-  hr = finish_or_cancel(peer, peer.conn, &ov, peer.conn->Disconnect(&ov), kStepTimeout);
+  hr = finish_or_cancel(peer, peer.conn(), &ov, peer.conn()->Disconnect(&ov), kStepTimeout);
   say(peer.name, "disconnected: " + status_text(hr));
   return finish_line();
 }

@@ -19,9 +19,10 @@
 #include <cstdio>
 
 #include "pmd_glue/pmd_glue.h"
+#include "tools/nd_app/eal.h"
+#include "tools/nd_app/lcores.h"
 #include "tools/nd_demo/options.h"
 #include "tools/nd_demo/roles.h"
-#include "tools/nd_node/lcores.h"
 
 int main(int argc, char** argv) {
   using namespace ndnic;
@@ -31,28 +32,15 @@ int main(int argc, char** argv) {
   const bool both = o.role == nd_demo::Role::kBoth;
   // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
   signal(SIGPIPE, SIG_IGN);
-  glue::EalDefaults defaults;
   // The main thread narrates; each node's device polls on a worker lcore of its own.
-  defaults.options = {{"--lcores", nd_node::default_lcores(1, both ? 2 : 1)},  // before EAL pins this thread
-                      {"--no-pci", ""},
-                      {"--log-level", "lib.eal:warning"},
-                      {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "nd_demo: %s\n", eal.error.c_str());
-    return 1;
-  }
+  if (!nd_app::start_eal("nd_demo", argc, argv, {"--lcores", nd_app::default_lcores(1, both ? 2 : 1)})) return 1;
   int rc = 1;
   if (o.role == nd_demo::Role::kPassive) {
     rc = nd_demo::run_passive(o);
   } else if (o.role == nd_demo::Role::kActive) {
     rc = nd_demo::run_active(o);
   } else {
-    uint16_t pa = 0, pb = 0;
-    if (!glue::make_ring_pair("nd_demo", &pa, &pb))
-      std::fprintf(stderr, "nd_demo: creating the net_ring pair failed\n");
-    else
-      rc = nd_demo::run_one_process(pa, pb);
+    rc = nd_demo::run_one_process();
   }
   glue::eal_cleanup();
   return rc;

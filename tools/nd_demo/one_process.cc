@@ -13,37 +13,29 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr uint32_t kOwnerIp = 0xC6120A01;  // 198.18.10.1
 constexpr uint32_t kPeerIp = 0xC6120A02;   // 198.18.10.2
-
-bool open_on(Side& s, uint16_t port_id, uint32_t ip, unsigned lcore) {
-  nd_node::NodeConfig nc;
-  nc.device = std::to_string(port_id);
-  nc.ipv4 = ip;
-  nc.lcore = lcore;
-  return open_side(s, nc);
-}
 
 /// The owner listens, the peer connects: IB CM over QP1, as between two hosts.
 bool connect(Side& owner, Side& peer, INDListen* listen) {
   if (!new_endpoint(owner) || !new_endpoint(peer)) return false;
   OVERLAPPED req{}, con{}, acc{}, done{};
-  HRESULT hr = listen->GetConnectionRequest(owner.conn, &req);
+  HRESULT hr = listen->GetConnectionRequest(owner.conn(), &req);
   sockaddr_in to{};
   to.sin_family = AF_INET;
   to.sin_port = htons(kPort);
   to.sin_addr.s_addr = htonl(kOwnerIp);
-  HRESULT hc = peer.conn->Connect(peer.ep, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
+  HRESULT hc = peer.conn()->Connect(peer.ep(), reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
   if (owner.finish(listen, &req, hr) != ND_SUCCESS) return false;
   // Accept completes when the RTU arrives, which only the peer's CompleteConnect sends: it is
   // waited for last. Every OVERLAPPED here is finished before this frame goes.
-  const HRESULT ha = owner.conn->Accept(owner.ep, nullptr, 0, &acc);
+  const HRESULT ha = owner.conn()->Accept(owner.ep(), nullptr, 0, &acc);
   if (FAILED(ha)) return false;
-  if (peer.finish(peer.conn, &con, hc) != ND_SUCCESS) return false;
-  hc = peer.finish(peer.conn, &done, peer.conn->CompleteConnect(&done));
-  const HRESULT accepted = owner.finish(owner.conn, &acc, ha);
+  if (peer.finish(peer.conn(), &con, hc) != ND_SUCCESS) return false;
+  hc = peer.finish(peer.conn(), &done, peer.conn()->CompleteConnect(&done));
+  const HRESULT accepted = owner.finish(owner.conn(), &acc, ha);
   return check(hc == ND_SUCCESS && accepted == ND_SUCCESS, peer.name,
                "connected to " + ipv4_text(kOwnerIp) + ":" + std::to_string(kPort) +
                    " (IB CM REQ/REP/RTU on QP1): " + status_text(hc));
@@ -61,11 +53,17 @@ bool send_descriptor(Side& owner, Side& peer, const ND_MW_DESCRIPTOR& desc, ND_M
 
 }  // namespace
 
-int run_one_process(uint16_t pa, uint16_t pb) {
+int run_one_process() {
   Side owner{"owner"}, peer{"peer"};
   std::printf("Two ndnic nodes in this process, on a net_ring pair: owner %s, peer %s\n", ipv4_text(kOwnerIp).c_str(),
               ipv4_text(kPeerIp).c_str());
-  if (!open_on(owner, pa, kOwnerIp, 1) || !open_on(peer, pb, kPeerIp, 2)) return 1;
+  nd_app::NodeConfig owner_node, peer_node;
+  owner_node.ipv4 = kOwnerIp;
+  peer_node.ipv4 = kPeerIp;
+  if (!nd_app::open_pair("nd_demo", nd_app::worker_lcores(), 1, owner_node, peer_node, &owner.node, &peer.node,
+                         "nd_demo: owner", "nd_demo: peer") ||
+      !prepare_side(owner) || !prepare_side(peer))
+    return 1;
   INDListen* listen = nullptr;
   USHORT assigned = 0;
   if (FAILED(owner.adapter()->Listen(4, 0, htons(kPort), &assigned, &listen))) return 1;
@@ -87,7 +85,7 @@ int run_one_process(uint16_t pa, uint16_t pb) {
         peer.name, "RDMA WRITE 4 KiB at offset 0: " + status_text(hr) + ", the owner's memory holds it");
   ND_RESULT rd{};
   ND_SGE back = peer.sge(kReadBackOffset, kPayload);
-  hr = peer.ep->Read(&rd, &back, 1, &at_peer, 0, 0);
+  hr = peer.ep()->Read(&rd, &back, 1, &at_peer, 0, 0);
   const bool read_ok = SUCCEEDED(hr) && peer.wait(&rd) && rd.Status == ND_SUCCESS &&
                        std::memcmp(peer.buf.data() + kReadBackOffset, owner.buf.data() + kWindowOffset, kPayload) == 0;
   check(read_ok, peer.name, "RDMA READ 4 KiB back: " + status_text(rd.Status) + ", same bytes");
@@ -96,7 +94,7 @@ int run_one_process(uint16_t pa, uint16_t pb) {
   ND_RESULT rr{}, si{};
   ND_SGE msg = peer.sge(0, sizeof kThanks);
   std::memcpy(peer.buf.data(), kThanks, sizeof kThanks);
-  if (!post_receive(owner, &rr, kMessageOffset, 64) || FAILED(peer.ep->SendAndInvalidate(&si, &msg, 1, &at_peer, 0)))
+  if (!post_receive(owner, &rr, kMessageOffset, 64) || FAILED(peer.ep()->SendAndInvalidate(&si, &msg, 1, &at_peer, 0)))
     return 1;
   const bool sent = peer.wait(&si);
   check(sent && si.Status == ND_SUCCESS, peer.name,
@@ -121,7 +119,7 @@ int run_one_process(uint16_t pa, uint16_t pb) {
   mw->Release();
   listen->Release();
   OVERLAPPED ov{};
-  peer.finish(peer.conn, &ov, peer.conn->Disconnect(&ov));
+  peer.finish(peer.conn(), &ov, peer.conn()->Disconnect(&ov));
   return finish_line();
 }
 

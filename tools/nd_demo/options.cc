@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::nd_demo {
 namespace {
@@ -30,10 +30,7 @@ constexpr const char* kUsage =
     "      --capture=FILE   write the port's frames to a pcap file\n"
     "  -h, --help           this text\n";
 
-Parsed usage_error(const std::string& what) {
-  std::fprintf(stderr, "nd_demo: %s\nTry 'nd_demo --help' for more information.\n", what.c_str());
-  return Parsed{std::nullopt, 2};
-}
+Parsed usage_error(const std::string& what) { return nd_app::usage_error<Options>("nd_demo", what); }
 
 }  // namespace
 
@@ -72,11 +69,11 @@ Parsed parse_options(const std::vector<std::string>& args) {
       if (value.empty()) return usage_error("--dev needs a device");
       o.device = value;
     } else if (name == "--ip" || name == "--peer") {
-      if (!nd_node::parse_ipv4(value.c_str(), name == "--ip" ? &o.ipv4 : &o.peer_ipv4))
+      if (!nd_app::parse_ipv4(value.c_str(), name == "--ip" ? &o.ipv4 : &o.peer_ipv4))
         return usage_error(name + " " + value + ": not an IPv4 address");
     } else if (name == "--wait") {
       unsigned long s = 0;
-      if (!nd_node::parse_uint(value.c_str(), kMaxWaitS, &s) || s == 0)
+      if (!nd_app::parse_uint(value.c_str(), kMaxWaitS, &s) || s == 0)
         return usage_error("--wait " + value + ": seconds, 1 to " + std::to_string(kMaxWaitS));
       o.wait_s = unsigned(s);
       wait = true;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::nd_demo {
 
@@ -26,16 +26,11 @@ struct Options {
   unsigned wait_s = kDefaultWaitS;  ///< --wait: how long the two sides wait for each other
 };
 
-/// Run with these options, or exit now with this status (0 after --help, 2 after a usage
-/// error, which has been printed).
-struct Parsed {
-  std::optional<Options> options;
-  int exit_code = 0;
-};
+using Parsed = nd_app::Parsed<Options>;
 
 /// `args`: the program's own arguments (after "--", or all when there is none).
 Parsed parse_options(const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 }  // namespace ndnic::nd_demo

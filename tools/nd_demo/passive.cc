@@ -15,7 +15,7 @@
 namespace ndnic::nd_demo {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 /// Takes the next connection request on `listen` (waiting up to `wait` for one) and accepts it.
 /// The connection before it stays up until then: releasing it would disconnect (DREQ), and the
@@ -25,16 +25,15 @@ bool accept(Side& owner, INDListen* listen, Clock::duration wait) {
   if (FAILED(owner.adapter()->CreateConnector(&next))) return check(false, owner.name, "creating a connector failed");
   OVERLAPPED req{}, acc{};
   HRESULT hr = finish_or_cancel(owner, listen, &req, listen->GetConnectionRequest(next, &req), wait);
-  owner.drop_connection();
-  owner.conn = next;
+  owner.link.adopt(next);
   if (hr != ND_SUCCESS)
     return check(false, owner.name, "no connection request from the peer: " + status_text(hr));
   if (!create_endpoint(owner)) return check(false, owner.name, "creating an endpoint failed");
   sockaddr_in from{};
   SIZE_T len = sizeof from;
-  const bool named = SUCCEEDED(owner.conn->GetPeerAddress(reinterpret_cast<sockaddr*>(&from), &len));
+  const bool named = SUCCEEDED(owner.conn()->GetPeerAddress(reinterpret_cast<sockaddr*>(&from), &len));
   // Accept completes on the peer's RTU.
-  hr = finish_or_cancel(owner, owner.conn, &acc, owner.conn->Accept(owner.ep, nullptr, 0, &acc), kStepTimeout);
+  hr = finish_or_cancel(owner, owner.conn(), &acc, owner.conn()->Accept(owner.ep(), nullptr, 0, &acc), kStepTimeout);
   return check(hr == ND_SUCCESS, owner.name,
                "accepted the peer " + (named ? ipv4_text(ntohl(from.sin_addr.s_addr)) : std::string("?")) +
                    " (IB CM REQ/REP/RTU on QP1): " + status_text(hr));
@@ -57,7 +56,7 @@ int run_passive(const Options& o) {
   Side owner{"owner"};
   const auto wait = std::chrono::seconds(o.wait_s);
   std::printf("The window's owner (passive side), ndnic on %s as %s\n", o.device.c_str(), ipv4_text(o.ipv4).c_str());
-  nd_node::NodeConfig nc;
+  nd_app::NodeConfig nc;
   nc.device = o.device;
   nc.ipv4 = o.ipv4;
   nc.capture = o.capture;
@@ -117,7 +116,7 @@ int run_passive(const Options& o) {
         "the peer's WRITE through the new token " + hex(be32toh(desc.Token)) + " is in the window (" +
             hex(kNewTokenFill) + " at offset " + std::to_string(kNewTokenOffset) + "), and its note came after it");
   OVERLAPPED ov{};
-  hr = finish_or_cancel(owner, owner.conn, &ov, owner.conn->NotifyDisconnect(&ov), kStepTimeout);
+  hr = finish_or_cancel(owner, owner.conn(), &ov, owner.conn()->NotifyDisconnect(&ov), kStepTimeout);
   say(owner.name, "the peer disconnected: " + status_text(hr));
   return done();
 }

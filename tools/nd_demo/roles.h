@@ -7,8 +7,8 @@
 
 namespace ndnic::nd_demo {
 
-/// Owner on port `pa`, peer on `pb` (a net_ring pair), stepped from this thread.
-int run_one_process(uint16_t pa, uint16_t pb);
+/// Owner and peer on a net_ring pair, a worker lcore each, stepped from this thread.
+int run_one_process();
 /// The owner: listens, binds the window, checks its memory and its CQ.
 int run_passive(const Options& o);
 /// The peer: connects to the owner, goes through the window, SendAndInvalidate-s it.

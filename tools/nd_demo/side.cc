@@ -8,7 +8,7 @@
 
 namespace ndnic::nd_demo {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 int g_failures = 0;
 
@@ -35,13 +35,6 @@ int finish_line() {
   return g_failures ? 1 : 0;
 }
 
-void Side::drop_connection() {
-  if (ep) ep->Release();
-  if (conn) conn->Release();
-  ep = nullptr;
-  conn = nullptr;
-}
-
 Side::~Side() {
   drop_connection();
   if (mr) {
@@ -59,27 +52,31 @@ HRESULT finish_or_cancel(Side& s, INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, 
   return ND_TIMEOUT;
 }
 
-bool open_side(Side& s, const nd_node::NodeConfig& nc) {
+bool open_side(Side& s, const nd_app::NodeConfig& nc) {
   if (!s.node.open(nc)) {
     std::fprintf(stderr, "nd_demo: %s: %s\n", s.name, s.node.error().c_str());
     return false;
   }
+  return prepare_side(s);
+}
+
+bool prepare_side(Side& s) {
   if (FAILED(s.adapter()->CreateCompletionQueue(64, &s.cq))) return false;
   OVERLAPPED ov{};
   const HRESULT hr = s.finish(s.adapter(), &ov, s.adapter()->RegisterMemory(s.buf.data(), s.buf.size(), &ov, &s.mr));
   return check(hr == ND_SUCCESS, s.name, "registered " + std::to_string(kBuffer >> 10) + " KiB: " + status_text(hr));
 }
 
-bool create_endpoint(Side& s) { return SUCCEEDED(s.conn->CreateEndpoint(s.cq, s.cq, 8, 8, 2, 2, 2, 2, nullptr, &s.ep)); }
+bool create_endpoint(Side& s) { return s.link.create_endpoint(s.adapter(), s.cq, nd_app::EndpointShape{8, 8, 2, 2}); }
 
 bool new_endpoint(Side& s) {
   s.drop_connection();
-  return SUCCEEDED(s.adapter()->CreateConnector(&s.conn)) && create_endpoint(s);
+  return create_endpoint(s);
 }
 
 bool bind(Side& owner, INDMemoryWindow* mw, ND_MW_DESCRIPTOR* desc) {
   ND_RESULT r{};
-  HRESULT hr = owner.ep->Bind(&r, owner.mr, mw, owner.buf.data() + kWindowOffset, kWindowLength,
+  HRESULT hr = owner.ep()->Bind(&r, owner.mr, mw, owner.buf.data() + kWindowOffset, kWindowLength,
                               ND_OP_FLAG_ALLOW_READ | ND_OP_FLAG_ALLOW_WRITE, desc);
   const bool ok = SUCCEEDED(hr) && owner.wait(&r) && r.Status == ND_SUCCESS;
   return check(ok, owner.name,
@@ -91,13 +88,13 @@ HRESULT write(Side& peer, const ND_MW_DESCRIPTOR& desc, size_t off, uint8_t fill
   std::memset(peer.buf.data() + 4096, fill, kPayload);
   ND_SGE s = peer.sge(4096, kPayload);
   ND_RESULT r{};
-  if (FAILED(peer.ep->Write(&r, &s, 1, &desc, off, 0))) return ND_FAILURE;
+  if (FAILED(peer.ep()->Write(&r, &s, 1, &desc, off, 0))) return ND_FAILURE;
   return peer.wait(&r) ? r.Status : ND_TIMEOUT;
 }
 
 bool post_receive(Side& s, ND_RESULT* r, size_t off, size_t len) {
   ND_SGE in = s.sge(off, len);
-  const HRESULT hr = s.ep->Receive(r, &in, 1);
+  const HRESULT hr = s.ep()->Receive(r, &in, 1);
   return SUCCEEDED(hr) || check(false, s.name, "posting a receive: " + status_text(hr));
 }
 
@@ -105,23 +102,7 @@ bool send(Side& s, const void* what, size_t len) {
   std::memcpy(s.buf.data(), what, len);
   ND_SGE out = s.sge(0, len);
   ND_RESULT r{};
-  return SUCCEEDED(s.ep->Send(&r, &out, 1, 0)) && s.wait(&r) && r.Status == ND_SUCCESS;
-}
-
-bool Side::wait(const ND_RESULT* r, Clock::duration timeout) {
-  const auto end = Clock::now() + timeout;
-  for (;;) {
-    for (auto it = reaped.begin(); it != reaped.end(); ++it)
-      if (*it == r) {
-        reaped.erase(it);
-        return true;
-      }
-    if (Clock::now() >= end) return false;
-    ND_RESULT* got[4];
-    const SIZE_T n = cq->GetResults(got, 4);
-    reaped.insert(reaped.end(), got, got + n);
-    if (n == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  return SUCCEEDED(s.ep()->Send(&r, &out, 1, 0)) && s.wait(&r) && r.Status == ND_SUCCESS;
 }
 
 void check_invalidate_then_receive(Side& owner, const ND_RESULT* invalidated, const ND_RESULT* rr,

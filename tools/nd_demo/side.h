@@ -8,13 +8,18 @@
 #include <vector>
 
 #include "nd_frontend/ndspi.h"
-#include "tools/nd_node/arguments.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/actor.h"
+#include "tools/nd_app/arguments.h"
+#include "tools/nd_app/connection.h"
+#include "tools/nd_app/halt.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_demo {
 
 using Clock = std::chrono::steady_clock;
-using nd_node::ipv4_text;
+using nd_app::ipv4_text;
 
 constexpr uint16_t kPort = 4791 + 1000;       ///< the ND port the owner listens on
 constexpr size_t kBuffer = 1 << 20;
@@ -42,20 +47,23 @@ int finish_line();
 
 /// One side: its node, CQ, registered buffer, connector and endpoint.
 struct Side {
-  explicit Side(const char* n) : name(n) {}
+  explicit Side(const char* n) : name(n), actor("nd_demo", n, kStepTimeout.count(), halt, false), link(actor) {}
   ~Side();
   Side(const Side&) = delete;
   Side& operator=(const Side&) = delete;
 
   const char* name;
-  nd_node::Node node;
+  nd_app::Halt halt{false};
+  nd_app::Actor actor;  ///< "nd_demo owner: CreateEndpoint: ..." when an endpoint cannot be made
+  nd_app::Node node;
   INDCompletionQueue* cq = nullptr;
-  INDConnector* conn = nullptr;
-  INDEndpoint* ep = nullptr;
+  nd_app::Connection link;  ///< the connector and its endpoint
   std::vector<uint8_t> buf = std::vector<uint8_t>(kBuffer);
   ND_MR_HANDLE mr = nullptr;
 
   INDAdapter* adapter() { return node.adapter(); }
+  INDConnector* conn() const { return link.connector(); }
+  INDEndpoint* ep() const { return link.endpoint(); }
   ND_SGE sge(size_t off, size_t len) { return ND_SGE{buf.data() + off, len, mr}; }
   /// Results reaped from `cq` while waiting for another one, in the CQ's order: a check of the
   /// order results arrive in starts with these (an ACK lost on the port can make our own Send
@@ -63,18 +71,22 @@ struct Side {
   std::vector<ND_RESULT*> reaped;
 
   /// Reaps `cq` until `r` is among the results (kept in `reaped` otherwise), or `timeout`.
-  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout);
-  HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
-    return hr == ND_PENDING ? nd_node::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
+  bool wait(const ND_RESULT* r, Clock::duration timeout = kStepTimeout) {
+    return nd_app::wait_result(cq, r, &reaped, timeout);
   }
-  void drop_connection();
+  HRESULT finish(INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout = kStepTimeout) {
+    return hr == ND_PENDING ? nd_app::wait_overlapped(o, ov, Clock::now() + timeout) : hr;
+  }
+  void drop_connection() { link.release(); }
 };
 
 /// finish() for a wait that may time out: a call still pending then is canceled (its OVERLAPPED
 /// lives in the caller's frame) and ND_TIMEOUT returned.
 HRESULT finish_or_cancel(Side& s, INDOverlapped* o, OVERLAPPED* ov, HRESULT hr, Clock::duration timeout);
 /// Opens the side's node, its CQ, and registers its buffer (narrated).
-bool open_side(Side& s, const nd_node::NodeConfig& nc);
+bool open_side(Side& s, const nd_app::NodeConfig& nc);
+/// The CQ and the registered buffer of a side whose node is open (narrated).
+bool prepare_side(Side& s);
 /// The endpoint on the side's connector (8 deep each way, 2 SGEs, 2 reads in and out).
 bool create_endpoint(Side& s);
 /// A fresh connector and endpoint (the old ones released).

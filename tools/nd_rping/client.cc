@@ -8,14 +8,16 @@
 #include <cstring>
 #include <thread>
 
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 #include "tools/nd_rping/rping.h"
 #include "tools/nd_rping/session.h"
 
 namespace ndnic::nd_rping {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 // Between failed attempts while the server starts (--retry).
 constexpr auto kRetryPause = std::chrono::milliseconds(250);
@@ -31,7 +33,7 @@ bool connect(Session& s, const Options& o) {
     OVERLAPPED ov{};
     HRESULT hr = s.connector()->Connect(s.endpoint(), reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0,
                                         &ov);
-    if (hr == ND_PENDING) hr = nd_node::wait_overlapped(s.connector(), &ov, s.deadline());
+    if (hr == ND_PENDING) hr = nd_app::wait_overlapped(s.connector(), &ov, s.deadline());
     // Refused: nobody listens yet; unreachable or timed out: the host is not up yet.
     const bool not_yet = hr == ND_CONNECTION_REFUSED || hr == ND_HOST_UNREACHABLE || hr == ND_TIMEOUT;
     if (not_yet && Clock::now() < give_up) {
@@ -46,7 +48,7 @@ bool connect(Session& s, const Options& o) {
   }
   OVERLAPPED ov{};
   HRESULT hr = s.connector()->CompleteConnect(&ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(s.connector(), &ov, s.deadline());
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(s.connector(), &ov, s.deadline());
   if (FAILED(hr) || hr == ND_TIMEOUT) {
     std::fprintf(stderr, "connect error (CompleteConnect): %s\n", status_text(hr).c_str());
     return false;

@@ -10,7 +10,8 @@
 #include <cstdio>
 
 #include "pmd_glue/pmd_glue.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/eal.h"
+#include "tools/nd_app/node.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -20,18 +21,13 @@ int run_server(INDAdapter* adapter, const Options& o);
 
 int main(int argc, char** argv) {
   using namespace ndnic;
-  glue::EalDefaults defaults;
-  defaults.options = {{"-l", "0,1"}, {"--no-pci", ""}, {"--log-level", "lib.eal:warning"}, {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "nd_rping: %s\n", eal.error.c_str());
-    return 1;
-  }
+  std::vector<std::string> args;
+  if (!nd_app::start_eal("nd_rping", argc, argv, {"-l", "0,1"}, &args)) return 1;
   int rc = 1;
   nd_rping::Options o;
-  if (nd_rping::parse_options(eal.args, &o, &rc)) {
-    nd_node::Node node;
-    nd_node::NodeConfig nc;
+  if (nd_rping::parse_options(args, &o, &rc)) {
+    nd_app::Node node;
+    nd_app::NodeConfig nc;
     nc.device = o.device;
     nc.ipv4 = o.ipv4;
     nc.capture = o.capture;

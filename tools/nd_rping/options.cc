@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -28,10 +28,10 @@ void usage() {
       kMinSize, kMaxSize, kDefaultSize, kDefaultPort);
 }
 
-bool parse_ipv4(const std::string& s, uint32_t* out) { return nd_node::parse_ipv4(s.c_str(), out); }
+bool parse_ipv4(const std::string& s, uint32_t* out) { return nd_app::parse_ipv4(s.c_str(), out); }
 
 bool parse_uint(const std::string& s, unsigned long max, unsigned long* out) {
-  return nd_node::parse_uint(s.c_str(), max, out);
+  return nd_app::parse_uint(s.c_str(), max, out);
 }
 
 }  // namespace
@@ -87,11 +87,10 @@ bool parse_options(const std::vector<std::string>& args, Options* o, int* exit_c
       }
     } else if (a == "-p") {
       if (!value(&v)) return false;
-      if (!parse_uint(v, 65535, &n) || n == 0) {
+      if (!nd_app::parse_port(v.c_str(), &o->port)) {
         std::fprintf(stderr, "nd_rping: -p %s: not a port\n", v.c_str());
         return false;
       }
-      o->port = uint16_t(n);
     } else if (a == "--ip") {
       if (!value(&v)) return false;
       if (!parse_ipv4(v, &o->ipv4)) {

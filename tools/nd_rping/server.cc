@@ -6,14 +6,16 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 #include "tools/nd_rping/rping.h"
 #include "tools/nd_rping/session.h"
 
 namespace ndnic::nd_rping {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 // Backlog, as rping's rdma_listen(cm_id, 3).
 constexpr SIZE_T kBacklog = 3;
@@ -28,7 +30,7 @@ bool accept(Session& s, const Options& o, INDListen** listen) {
   if (!s.new_endpoint()) return false;
   OVERLAPPED ov{};
   hr = (*listen)->GetConnectionRequest(s.connector(), &ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(*listen, &ov, s.deadline());
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(*listen, &ov, s.deadline());
   if (FAILED(hr) || hr == ND_TIMEOUT) {
     std::fprintf(stderr, "wait for CONNECT_REQUEST: %s\n", status_text(hr).c_str());
     return false;
@@ -40,7 +42,7 @@ bool accept(Session& s, const Options& o, INDListen** listen) {
                 size_t(out_rd), size_t(len));
   }
   hr = s.connector()->Accept(s.endpoint(), nullptr, 0, &ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(s.connector(), &ov, s.deadline());
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(s.connector(), &ov, s.deadline());
   if (FAILED(hr) || hr == ND_TIMEOUT) {
     std::fprintf(stderr, "accept error: %s\n", status_text(hr).c_str());
     return false;

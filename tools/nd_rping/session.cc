@@ -6,25 +6,28 @@
 #include <cstring>
 #include <thread>
 
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_rping {
 namespace {
 
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr auto kIdleSleep = std::chrono::microseconds(20);
 constexpr auto kDisconnectNotice = std::chrono::seconds(2);
 
 }  // namespace
 
-Session::Session(INDAdapter* adapter, const Options& o) : adapter_(adapter), opts_(o) {}
+Session::Session(INDAdapter* adapter, const Options& o)
+    : adapter_(adapter), opts_(o), actor_("nd_rping", "", o.timeout_s, halt_, false), conn_(actor_) {}
 
 Session::~Session() {
   drop_endpoint();
   if (mr_) {
     OVERLAPPED ov{};
-    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_node::wait_overlapped(adapter_, &ov, deadline());
+    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_app::wait_overlapped(adapter_, &ov, deadline());
   }
   if (cq_) cq_->Release();
 }
@@ -43,7 +46,7 @@ bool Session::open(uint32_t rdma_size, uint32_t start_size) {
   source_ = start_size ? sink_ + rdma_size : nullptr;
   OVERLAPPED ov{};
   hr = adapter_->RegisterMemory(block_.data(), block_.size(), &ov, &mr_);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(adapter_, &ov, deadline());
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(adapter_, &ov, deadline());
   if (FAILED(hr)) {
     std::fprintf(stderr, "nd_rping: RegisterMemory: %s\n", status_text(hr).c_str());
     mr_ = nullptr;
@@ -54,17 +57,7 @@ bool Session::open(uint32_t rdma_size, uint32_t start_size) {
 
 bool Session::new_endpoint() {
   drop_endpoint();
-  HRESULT hr = adapter_->CreateConnector(&conn_);
-  if (FAILED(hr)) {
-    std::fprintf(stderr, "nd_rping: CreateConnector: %s\n", status_text(hr).c_str());
-    return false;
-  }
-  SIZE_T max_inline = 0;
-  hr = conn_->CreateEndpoint(cq_, cq_, kRecvDepth, kSendDepth, 1, 1, kReadDepth, kReadDepth, &max_inline, &ep_);
-  if (FAILED(hr)) {
-    std::fprintf(stderr, "nd_rping: CreateEndpoint: %s\n", status_text(hr).c_str());
-    return false;
-  }
+  if (!conn_.create_endpoint(adapter_, cq_, nd_app::EndpointShape{kRecvDepth, kSendDepth, 1, kReadDepth})) return false;
   next_recv_ = 0;
   for (unsigned i = 0; i < kRecvDepth; i++)
     if (!post_receive(i)) return false;
@@ -72,12 +65,9 @@ bool Session::new_endpoint() {
 }
 
 void Session::drop_endpoint() {
-  if (watching_) conn_->CancelOverlappedRequests();
+  if (watching_) connector()->CancelOverlappedRequests();
   watching_ = false;
-  if (ep_) ep_->Release();
-  if (conn_) conn_->Release();
-  ep_ = nullptr;
-  conn_ = nullptr;
+  conn_.release();
   // Reap what the endpoint's end flushed, so the CQ starts the next connection empty.
   ND_RESULT* r[16];
   while (cq_ && cq_->GetResults(r, 16)) {
@@ -86,7 +76,7 @@ void Session::drop_endpoint() {
 
 bool Session::post_receive(unsigned slot) {
   ND_SGE sge{&recv_[slot], sizeof(RpingInfo), mr_};
-  const HRESULT hr = ep_->Receive(&recv_r_[slot], &sge, 1);
+  const HRESULT hr = endpoint()->Receive(&recv_r_[slot], &sge, 1);
   if (FAILED(hr)) {
     std::fprintf(stderr, "nd_rping: Receive: %s\n", status_text(hr).c_str());
     return false;
@@ -137,7 +127,7 @@ bool Session::send_info(const RpingInfo& info) {
   *send_ = info;
   ND_SGE sge{send_, sizeof(RpingInfo), mr_};
   ND_RESULT r{};
-  const HRESULT hr = ep_->Send(&r, &sge, 1, 0);
+  const HRESULT hr = endpoint()->Send(&r, &sge, 1, 0);
   if (FAILED(hr)) {
     std::fprintf(stderr, "post send error: %s\n", status_text(hr).c_str());
     return false;
@@ -149,7 +139,7 @@ bool Session::rdma(bool read, const RpingInfo& peer, uint32_t len) {
   ND_MW_DESCRIPTOR d{peer.buf, htobe64(be32toh(peer.size)), peer.rkey};
   ND_SGE sge{sink_, len, mr_};
   ND_RESULT r{};
-  const HRESULT hr = read ? ep_->Read(&r, &sge, 1, &d, 0, 0) : ep_->Write(&r, &sge, 1, &d, 0, 0);
+  const HRESULT hr = read ? endpoint()->Read(&r, &sge, 1, &d, 0, 0) : endpoint()->Write(&r, &sge, 1, &d, 0, 0);
   if (FAILED(hr)) {
     std::fprintf(stderr, "post send error: %s\n", status_text(hr).c_str());
     return false;
@@ -160,7 +150,7 @@ bool Session::rdma(bool read, const RpingInfo& peer, uint32_t len) {
 bool Session::bind(INDMemoryWindow* w, char* p, uint32_t len, DWORD flags, RpingInfo* info) {
   ND_MW_DESCRIPTOR d{};
   ND_RESULT r{};
-  const HRESULT hr = ep_->Bind(&r, mr_, w, p, len, flags, &d);
+  const HRESULT hr = endpoint()->Bind(&r, mr_, w, p, len, flags, &d);
   if (FAILED(hr)) {
     std::fprintf(stderr, "nd_rping: Bind: %s\n", status_text(hr).c_str());
     return false;
@@ -173,7 +163,7 @@ bool Session::bind(INDMemoryWindow* w, char* p, uint32_t len, DWORD flags, Rping
 }
 
 bool Session::watch_disconnect() {
-  const HRESULT hr = conn_->NotifyDisconnect(&disc_ov_);
+  const HRESULT hr = connector()->NotifyDisconnect(&disc_ov_);
   if (FAILED(hr)) {
     std::fprintf(stderr, "nd_rping: NotifyDisconnect: %s\n", status_text(hr).c_str());
     return false;
@@ -185,17 +175,17 @@ bool Session::watch_disconnect() {
 bool Session::disconnected() {
   if (!peer_gone_ && watching_) {
     SIZE_T bytes;
-    peer_gone_ = conn_->GetOverlappedResult(&disc_ov_, &bytes, FALSE) != ND_PENDING;
+    peer_gone_ = connector()->GetOverlappedResult(&disc_ov_, &bytes, FALSE) != ND_PENDING;
     if (peer_gone_) watching_ = false;
   }
   return peer_gone_;
 }
 
 void Session::disconnect() {
-  if (!conn_) return;
+  if (!connector()) return;
   OVERLAPPED ov{};
-  const HRESULT hr = conn_->Disconnect(&ov);
-  if (hr == ND_PENDING) nd_node::wait_overlapped(conn_, &ov, deadline());
+  const HRESULT hr = connector()->Disconnect(&ov);
+  if (hr == ND_PENDING) nd_app::wait_overlapped(connector(), &ov, deadline());
 }
 
 }  // namespace ndnic::nd_rping

@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "nd_frontend/ndspi.h"
+#include "tools/nd_app/actor.h"
+#include "tools/nd_app/connection.h"
+#include "tools/nd_app/halt.h"
 #include "tools/nd_rping/rping.h"
 
 namespace ndnic::nd_rping {
@@ -42,8 +45,8 @@ class Session {
   void disconnect();
 
   INDAdapter* adapter() const { return adapter_; }
-  INDConnector* connector() const { return conn_; }
-  INDEndpoint* endpoint() const { return ep_; }
+  INDConnector* connector() const { return conn_.connector(); }
+  INDEndpoint* endpoint() const { return conn_.endpoint(); }
   char* sink() { return sink_; }
   char* source() { return source_; }
   Clock::time_point deadline() const { return Clock::now() + std::chrono::seconds(opts_.timeout_s); }
@@ -54,9 +57,10 @@ class Session {
 
   INDAdapter* adapter_;
   const Options& opts_;
+  nd_app::Halt halt_{false};
+  nd_app::Actor actor_;  ///< "nd_rping: what failed: STATUS"
   INDCompletionQueue* cq_ = nullptr;
-  INDConnector* conn_ = nullptr;
-  INDEndpoint* ep_ = nullptr;
+  nd_app::Connection conn_;
   std::vector<uint8_t> block_;
   ND_MR_HANDLE mr_ = nullptr;
   RpingInfo* recv_ = nullptr;   ///< two slots

@@ -1,12 +1,12 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "tools/ndperf/nd/groups.h"
-#include "tools/ndperf/nd/halves.h"
-#include "tools/ndperf/launch.h"
-#include "tools/ndperf/lcore_run.h"
 #include "tools/ndperf/baselines/memcpy_test.h"
 #include "tools/ndperf/baselines/raw_test.h"
+#include "tools/ndperf/launch.h"
+#include "tools/ndperf/lcore_run.h"
+#include "tools/ndperf/nd/groups.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/roles.h"
 
@@ -19,7 +19,7 @@ constexpr auto kBetweenTests = std::chrono::seconds(5);
 
 /// A bandwidth test split over groups: group g's QPs connect to the server's port + g, from a
 /// thread, a session and a CQ (on worker g) of their own.
-bool split_test(Node& node, const Options& o, Halt& halt, const Plan& whole, ClientEnv& env) {
+bool split_test(Node& node, const Options& o, nd_app::Halt& halt, const Plan& whole, ClientEnv& env) {
   GroupSync sync(whole.groups);
   std::vector<TestResult> unused(whole.groups, TestResult{whole.test, {}});
   return run_groups(whole.groups, [&](uint32_t g) {
@@ -38,7 +38,7 @@ bool split_test(Node& node, const Options& o, Halt& halt, const Plan& whole, Cli
   });
 }
 
-bool rdma_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEnv& env) {
+bool rdma_test(Node& node, const Options& o, nd_app::Halt& halt, const Plan& p, ClientEnv& env) {
   if (p.groups > 1) return split_test(node, o, halt, p, env);
   Session s(o, node, "client", halt, false);
   if (!s.open()) return false;
@@ -51,7 +51,7 @@ bool rdma_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEn
 
 /// The server learns of the baseline through a connection, then both ends stop their devices
 /// and meet on the bare ports.
-bool raw_test(Node& node, const Options& o, Halt& halt, const Plan& p, ClientEnv& env) {
+bool raw_test(Node& node, const Options& o, nd_app::Halt& halt, const Plan& p, ClientEnv& env) {
   {
     Session s(o, node, "client", halt, false);
     if (!s.open() || !s.create_cq(4) ||
@@ -78,7 +78,7 @@ bool memcpy_run(Node& node, const Options& o, TestResult* result) {
 
 /// After a Ctrl-C: tells a server that expects more tests that none come.
 void say_goodbye(Node& node, const Options& o, uint32_t server_ipv4) {
-  Halt quiet(false);
+  nd_app::Halt quiet(false);
   Session s(o, node, "client", quiet, false);
   const Plan bye = make_plan(Test::kCount, o, 0, 0);
   // The server may be between two tests, not listening yet: refusals are retried a while.
@@ -89,7 +89,7 @@ void say_goodbye(Node& node, const Options& o, uint32_t server_ipv4) {
 
 }  // namespace
 
-bool run_client(Node& node, const Options& o, uint32_t server_ipv4, Halt& halt, RunReport* report) {
+bool run_client(Node& node, const Options& o, uint32_t server_ipv4, nd_app::Halt& halt, RunReport* report) {
   uint8_t served = 0;
   for (Test t : o.tests) served = uint8_t(served + (info(t).needs_peer ? 1 : 0));
   uint8_t index = 0;
@@ -97,7 +97,7 @@ bool run_client(Node& node, const Options& o, uint32_t server_ipv4, Halt& halt, 
   halt.set_honor_sigint(true);
   report->tests.reserve(o.tests.size());
   for (Test t : o.tests) {
-    if (sigint_requested()) break;
+    if (nd_app::sigint_requested()) break;
     report->tests.push_back(TestResult{t, {}});
     TestResult* result = &report->tests.back();
     ClientEnv env;
@@ -116,13 +116,13 @@ bool run_client(Node& node, const Options& o, uint32_t server_ipv4, Halt& halt, 
       const Plan p = make_plan(t, o, index++, served, o.threads);
       ok = info(t).rdma ? rdma_test(node, o, halt, p, env) : raw_test(node, o, halt, p, env);
     }
-    if (!ok && !(sigint_requested() && !halt.aborted())) return false;
+    if (!ok && !(nd_app::sigint_requested() && !halt.aborted())) return false;
     if (!ok) {  // a connection step given up on Ctrl-C: the server still hears goodbye
       if (result->rows.empty()) report->tests.pop_back();
       break;
     }
   }
-  if (sigint_requested() && index < served) say_goodbye(node, o, server_ipv4);
+  if (nd_app::sigint_requested() && index < served) say_goodbye(node, o, server_ipv4);
   return true;
 }
 

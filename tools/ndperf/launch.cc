@@ -9,7 +9,7 @@
 
 #include <rte_lcore.h>
 
-#include "tools/nd_node/lcores.h"
+#include "tools/nd_app/lcores.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -80,7 +80,7 @@ size_t workers_needed(const Options& o) {
 std::string default_lcores(const Options& o) {
   // Made before the progress mode is known: room for worker lcores, which run-to-completion
   // leaves idle (an idle worker lcore sleeps in EAL; it costs nothing).
-  return nd_node::default_lcores(app_threads(o), o.role == Role::kEmbedded ? 2 : 1);
+  return nd_app::default_lcores(app_threads(o), o.role == Role::kEmbedded ? 2 : 1);
 }
 
 void place_threads(Options* o) {

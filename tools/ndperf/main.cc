@@ -18,12 +18,13 @@
 #include <rte_lcore.h>
 
 #include "pmd_glue/pmd_glue.h"
+#include "tools/nd_app/eal.h"
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/node.h"
-#include "tools/ndperf/report/output.h"
 #include "tools/ndperf/perftest/options.h"
+#include "tools/ndperf/report/output.h"
 #include "tools/ndperf/roles.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -31,7 +32,7 @@ namespace {
 /// Both ends here: the server on a thread, the client on the main lcore. Each side stops the
 /// other's waits when it fails (a process cannot rely on its peer exiting to end them).
 bool run_embedded(Node& server_node, Node& client_node, const Options& o, RunReport* report) {
-  Halt server_halt(false), client_halt(false);
+  nd_app::Halt server_halt(false), client_halt(false);
   RunReport served;
   bool server_ok = false;
   std::thread server([&] {
@@ -60,18 +61,11 @@ int run(int argc, char** argv) {
   if (!out.open(o)) return 1;
   // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
   signal(SIGPIPE, SIG_IGN);
-  install_sigint();
-  glue::EalDefaults defaults;
-  defaults.options = {{"--lcores", default_lcores(o)},  // before EAL pins this thread
-                      {"--no-pci", ""},
-                      {"--log-level", "lib.eal:warning"},
-                      {"--log-level", "lib.vhost.*:warning"},  // vhost-user's set-up chatter
-                      {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "ndperf: %s\n", eal.error.c_str());
+  nd_app::install_sigint();
+  // The lcore map is chosen before EAL pins this thread; vhost-user's set-up chatter is left out.
+  if (!nd_app::start_eal("ndperf", argc, argv, {"--lcores", default_lcores(o)}, nullptr,
+                         {{"--log-level", "lib.vhost.*:warning"}}))
     return 1;
-  }
   place_threads(&o);
   resolve_threads(&o);
   RunReport report;
@@ -82,7 +76,7 @@ int run(int argc, char** argv) {
   {
     std::vector<std::unique_ptr<Node>> nodes;
     if (open_nodes(o, layout_for(o), &nodes)) {
-      Halt halt(o.role == Role::kServer);
+      nd_app::Halt halt(o.role == Role::kServer);
       switch (o.role) {
         case Role::kEmbedded: ok = run_embedded(*nodes[0], *nodes[1], o, &report); break;
         case Role::kServer: ok = run_server(*nodes[0], o, halt, true, &report); break;
@@ -90,7 +84,7 @@ int run(int argc, char** argv) {
       }
     }
   }  // the nodes close: every device stopped, every port closed
-  if (sigint_requested()) std::fprintf(stderr, "ndperf: interrupted: the figures so far are above\n");
+  if (nd_app::sigint_requested()) std::fprintf(stderr, "ndperf: interrupted: the figures so far are above\n");
   ok = out.write(report) && ok;
   glue::eal_cleanup();
   return ok ? 0 : 1;

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -77,16 +77,13 @@ constexpr const char* kUsage =
 
 enum LongOnly { kSet = 256, kThreads, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
 
-using nd_node::parse_ipv4;
-using nd_node::parse_uint;
+using nd_app::parse_ipv4;
+using nd_app::parse_uint;
 
 /// BYTES with an optional K or M (binary) suffix, 1 .. kMaxSize.
-bool parse_size(const char* s, unsigned long* out) { return nd_node::parse_size(s, kMaxSize, out); }
+bool parse_size(const char* s, unsigned long* out) { return nd_app::parse_size(s, kMaxSize, out); }
 
-Parsed usage_error(const std::string& what) {
-  std::fprintf(stderr, "ndperf: %s\nTry 'ndperf --help' for more information.\n", what.c_str());
-  return Parsed{std::nullopt, 2};
-}
+Parsed usage_error(const std::string& what) { return nd_app::usage_error<Options>("ndperf", what); }
 
 bool add_tests(std::string_view list, std::vector<Test>* tests, std::string* bad) {
   while (!list.empty()) {
@@ -152,18 +149,18 @@ Parsed parse_options(const std::vector<std::string>& args) {
     std::string bad;
     if (c == 'T' || c == kSet || c == 's' || c == 'a' || c == 'n' || c == 'D' || c == 'q' || c == 't' ||
         c == kCsv || c == kPlot) {
-      if (!client_only) client_only_name = nd_node::option_text(c, kLong);
+      if (!client_only) client_only_name = nd_app::option_text(c, kLong);
       client_only = true;
     }
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
-        nd_node::forget_getopt_state();
+        nd_app::forget_getopt_state();
         return Parsed{std::nullopt, 0};
       case 'T':
         chose_tests = true;
         if (!add_tests(optarg, &o.tests, &bad)) {
-          nd_node::forget_getopt_state();
+          nd_app::forget_getopt_state();
           std::string what("unknown test '");
           what.append(bad).append("' (tests: ").append(test_names()).append(")");
           return usage_error(what);
@@ -175,7 +172,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
         if (!set) {
           std::string what("unknown test set '");
           what.append(optarg).append("' (sets: ").append(test_set_names()).append(")");
-          nd_node::forget_getopt_state();  // after the last use of optarg: it clears it
+          nd_app::forget_getopt_state();  // after the last use of optarg: it clears it
           return usage_error(what);
         }
         for (Test t : *set)
@@ -256,47 +253,31 @@ Parsed parse_options(const std::vector<std::string>& args) {
         ok = parse_ipv4(optarg, &o.ipv4);
         break;
       case 'p':
-        ok = parse_uint(optarg, 65535, &v) && v > 0;
-        o.port = uint16_t(v);
+        ok = nd_app::parse_port(optarg, &o.port);
         break;
       case kRetry:
         retry = true;
-        ok = parse_uint(optarg, 3600, &v);
-        o.retry_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 0, &o.retry_s);
         break;
       case kTimeout:
-        ok = parse_uint(optarg, 3600, &v) && v > 0;
-        o.timeout_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 1, &o.timeout_s);
         break;
-      case ':': {
-        std::string what("option needs a value: ");
-        what.append(optopt ? nd_node::option_text(optopt, kLong) : std::string(argv[optind - 1]));
-        nd_node::forget_getopt_state();
-        return usage_error(what);
-      }
       default: {
-        std::string what("unknown option: ");
-        if (optopt) {
-          what.push_back('-');
-          what.push_back(char(optopt));
-        } else {
-          what.append(argv[optind - 1]);
-        }
-        nd_node::forget_getopt_state();
+        const std::string what = nd_app::getopt_problem(c, kLong, argv.data());
+        nd_app::forget_getopt_state();
         return usage_error(what);
       }
     }
     if (!ok) {
-      std::string what("bad value for ");
-      what.append(nd_node::option_text(c, kLong)).append(": ").append(optarg ? optarg : "");
+      std::string what = nd_app::bad_value(c, kLong, optarg);
       if (c == 'm') what.append(" (256, 512, 1024, 2048 or 4096)");
       if (c == 's') what.append(" (1 to 8M)");
-      nd_node::forget_getopt_state();
+      nd_app::forget_getopt_state();
       return usage_error(what);
     }
   }
   const int first_operand = optind;
-  nd_node::forget_getopt_state();
+  nd_app::forget_getopt_state();
   if (first_operand < argc) return usage_error(std::string("unexpected argument: ") + argv[first_operand]);
   if (server && client) return usage_error("give --server or --client, not both");
   if (o.events && poll) return usage_error("give --events or --poll, not both");
@@ -304,13 +285,8 @@ Parsed parse_options(const std::vector<std::string>& args) {
   if (o.iters && o.duration_s) return usage_error("give --iters or --duration, not both");
   if (o.json_path == "-" && o.csv_path == "-") return usage_error("only one of --json and --csv can go to stdout");
   o.role = server ? Role::kServer : client ? Role::kClient : Role::kEmbedded;
-  if (o.role == Role::kEmbedded) {
-    if (!o.device.empty() || o.ipv4) return usage_error("--dev and --ip go with --server or --client");
-  } else if (o.device.empty() || !o.ipv4) {
-    return usage_error("--server and --client need --dev and --ip");
-  }
-  if (o.role == Role::kClient && o.peer_ipv4 == o.ipv4) return usage_error("the server's address is our own --ip");
-  if (retry && o.role != Role::kClient) return usage_error("--retry goes with --client");
+  const std::string roles = nd_app::role_problem({server, client, !o.device.empty(), o.ipv4, o.peer_ipv4, retry});
+  if (!roles.empty()) return usage_error(roles);
   if (o.role == Role::kServer && client_only)
     return usage_error(client_only_name + " goes to the client: the server runs what the client asks for");
   if (o.role != Role::kServer && !chose_tests) o.tests = *test_set("loopback");

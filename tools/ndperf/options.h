@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/ndperf/catalog.h"
 
 namespace ndnic::ndperf {
@@ -61,15 +61,10 @@ struct Options {
   unsigned timeout_s = kDefaultTimeoutS;
 };
 
-/// Run with these options, or exit now with this status (0 after --help, 2 after a usage
-/// error, which has been printed).
-struct Parsed {
-  std::optional<Options> options;
-  int exit_code = 0;
-};
+using Parsed = nd_app::Parsed<Options>;
 
 Parsed parse_options(const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 }  // namespace ndnic::ndperf

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/plan.h"
 #include "tools/ndperf/stats.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 
@@ -14,7 +14,7 @@ uint64_t iterations(const Options& o, Test t, uint32_t size) {
 }
 
 bool run_over(const Options& o, uint64_t t0, uint64_t done, uint64_t iters) {
-  if (sigint_requested()) return true;
+  if (nd_app::sigint_requested()) return true;
   if (iters) return done >= iters;
   return now_tsc() - t0 >= uint64_t(o.duration_s * tsc_hz());
 }

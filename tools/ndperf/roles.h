@@ -4,18 +4,18 @@
 // "no more tests". The embedded mode runs both, the server on a thread of its own.
 #pragma once
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/node.h"
 #include "tools/ndperf/results.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 
 /// Runs every test of the options against the server at `server_ipv4`. False after a failure
 /// (printed); a Ctrl-C ends it early with true.
-bool run_client(Node& node, const Options& o, uint32_t server_ipv4, Halt& halt, RunReport* report);
+bool run_client(Node& node, const Options& o, uint32_t server_ipv4, nd_app::Halt& halt, RunReport* report);
 
 /// Serves tests until the client's last. `announce`: print that it listens (the server mode).
 /// False after a failure (printed); a halt by Ctrl-C returns true.
-bool run_server(Node& node, const Options& o, Halt& halt, bool announce, RunReport* report);
+bool run_server(Node& node, const Options& o, nd_app::Halt& halt, bool announce, RunReport* report);
 
 }  // namespace ndnic::ndperf

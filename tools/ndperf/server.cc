@@ -1,10 +1,10 @@
 #include <cstdio>
 
-#include "tools/ndperf/nd/groups.h"
-#include "tools/ndperf/nd/halves.h"
+#include "tools/ndperf/baselines/raw_test.h"
 #include "tools/ndperf/launch.h"
 #include "tools/ndperf/lcore_run.h"
-#include "tools/ndperf/baselines/raw_test.h"
+#include "tools/ndperf/nd/groups.h"
+#include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/roles.h"
 
 namespace ndnic::ndperf {
@@ -12,7 +12,7 @@ namespace {
 
 /// A split test (Plan::groups), whose first group's request came to `s`: the other groups
 /// each on a thread, a session and a CQ (on worker g) of their own, listening on port + g.
-bool serve_groups(Node& node, const Options& o, Halt& halt, Session& s, const Plan& first) {
+bool serve_groups(Node& node, const Options& o, nd_app::Halt& halt, Session& s, const Plan& first) {
   return run_groups(first.groups, [&](uint32_t g) {
     if (g == 0) {
       return s.set_group(first) && bw_server(s, first);
@@ -32,7 +32,7 @@ bool serve_groups(Node& node, const Options& o, Halt& halt, Session& s, const Pl
 
 /// What one connection request asked for: serve it. `raw` is set for a baseline, which runs
 /// after the session is gone.
-bool serve_request(Node& node, const Options& o, Halt& halt, Session& s, const Plan& p, bool* raw) {
+bool serve_request(Node& node, const Options& o, nd_app::Halt& halt, Session& s, const Plan& p, bool* raw) {
   switch (p.test) {
     case Test::kCount:  // the client stopped early: nothing more comes
     case Test::kRawBw:
@@ -50,7 +50,7 @@ bool serve_request(Node& node, const Options& o, Halt& halt, Session& s, const P
 
 }  // namespace
 
-bool run_server(Node& node, const Options& o, Halt& halt, bool announce, RunReport* report) {
+bool run_server(Node& node, const Options& o, nd_app::Halt& halt, bool announce, RunReport* report) {
   for (bool first = true;; first = false) {
     Plan p;
     bool raw = false;

@@ -1,3 +1,4 @@
+#include "tools/nd_app/eal.h"
 #include "tools/ndping/launch.h"
 
 #include <signal.h>
@@ -11,8 +12,8 @@
 #include <rte_lcore.h>
 
 #include "pmd_glue/pmd_glue.h"
-#include "tools/nd_node/lcores.h"
-#include "tools/ndping/devices.h"
+#include "tools/nd_app/lcores.h"
+#include "tools/nd_app/node.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -23,9 +24,9 @@ int app_threads(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
 /// Each node's device polls on a worker lcore of its own.
 size_t workers_needed(const Options& o) { return o.role == Role::kEmbedded ? 2 : 1; }
 
-/// EAL's --lcores when the user gave none (see nd_node/lcores.h).
+/// EAL's --lcores when the user gave none (see nd_app/lcores.h).
 std::string default_lcores(const Options& o) {
-  return nd_node::default_lcores(size_t(app_threads(o)), workers_needed(o));
+  return nd_app::default_lcores(size_t(app_threads(o)), workers_needed(o));
 }
 
 bool run_embedded(const Options& o, const Halves& h) {
@@ -37,7 +38,7 @@ bool run_embedded(const Options& o, const Halves& h) {
   bool server_ok = false;
   std::thread server([&] {
     bool told = false;
-    server_ok = h.server(server_conn, o, kEmbeddedServerIpv4, [&](bool ok) {
+    server_ok = h.server(server_conn, o, nd_app::kEmbeddedServerIpv4, [&](bool ok) {
       if (!told) listening.set_value(ok);
       told = true;
     });
@@ -45,7 +46,7 @@ bool run_embedded(const Options& o, const Halves& h) {
     if (!server_ok) client_conn.abort();
   });
   bool client_ok = listening.get_future().get();
-  if (client_ok) client_ok = h.client(client_conn, o, kEmbeddedClientIpv4, kEmbeddedServerIpv4);
+  if (client_ok) client_ok = h.client(client_conn, o, nd_app::kEmbeddedClientIpv4, nd_app::kEmbeddedServerIpv4);
   if (!client_ok) server_conn.abort();
   server.join();
   return client_ok && server_ok;
@@ -59,7 +60,7 @@ bool run_embedded(const Options& o, const Halves& h) {
 /// application thread.
 void choose_waits(Options* o) {
   if (o->wait_chosen) return;
-  const bool apart = nd_node::threads_apart(size_t(app_threads(*o)), workers_needed(*o));
+  const bool apart = nd_app::threads_apart(size_t(app_threads(*o)), workers_needed(*o));
   o->blocking = !apart;
   if (o->blocking)
     std::printf("%s: no processor of its own for each device worker and application thread: "
@@ -67,9 +68,32 @@ void choose_waits(Options* o) {
                 tool_name(o->tool));
 }
 
+/// The devices, started the way an ND application starts its provider. Embedded: two over a
+/// net_ring pair, one worker lcore each; otherwise one on --dev with our --ip, on one worker
+/// lcore. A device polls on a worker lcore of its own (ND calls never drive the engine).
+bool open_nodes(const Options& o, nd_app::Node* server, nd_app::Node* client) {
+  const char* tool = tool_name(o.tool);
+  const std::vector<unsigned> workers = nd_app::worker_lcores();
+  if (!nd_app::enough_workers(tool, workers, workers_needed(o))) return false;
+  nd_app::NodeConfig c;
+  c.open_adapter = false;  // each Connection opens its own, by address
+  if (o.role == Role::kEmbedded) {
+    nd_app::NodeConfig with_capture = c;
+    with_capture.capture = o.capture;  // the client's port
+    return nd_app::open_pair(tool, workers, 1, c, with_capture, server, client, tool, tool);
+  }
+  c.device = o.device;
+  c.ipv4 = o.ipv4;
+  c.capture = o.capture;
+  c.lcores = {workers[0]};
+  if (server->open(c)) return true;
+  std::fprintf(stderr, "%s: %s\n", tool, server->error().c_str());
+  return false;
+}
+
 int run(const Options& o, const Halves& h) {
-  Devices devices;
-  if (!devices.open(o)) return 1;
+  nd_app::Node server_node, client_node;
+  if (!open_nodes(o, &server_node, &client_node)) return 1;
   bool ok = false;
   {
     if (o.role == Role::kEmbedded) {
@@ -85,11 +109,28 @@ int run(const Options& o, const Halves& h) {
       ok = h.client(c, o, o.ipv4, o.peer_ipv4);
     }
   }  // every ND object released before the adapters go
-  devices.close();
+  client_node.close();
+  server_node.close();
   return ok ? 0 : 1;
 }
 
 }  // namespace
+
+std::optional<Request> take_request(Connection& c, const Options& o, uint32_t ipv4, const Limits& lim, size_t bytes,
+                                    const Ready& ready) {
+  if (!c.open(ipv4, lim, bytes) || !c.listen(o.port)) {
+    ready(false);
+    return std::nullopt;
+  }
+  ready(true);
+  std::vector<uint8_t> data;
+  if (!c.get_request(&data)) return std::nullopt;
+  const std::optional<Request> req = decode_request(data.data(), data.size());
+  if (req && req->tool == o.tool) return req;
+  c.reject();
+  c.fail(std::string("refused a connection that is not from an ") + tool_name(o.tool) + " client of this version");
+  return std::nullopt;
+}
 
 int launch(Tool tool, int argc, char** argv, const Halves& halves) {
   // Our options first, so --help and usage errors answer without starting EAL.
@@ -98,16 +139,8 @@ int launch(Tool tool, int argc, char** argv, const Halves& halves) {
   // A vhost-user peer that has exited must not kill us with SIGPIPE while our port closes.
   signal(SIGPIPE, SIG_IGN);
   Options o = *parsed.options;
-  glue::EalDefaults defaults;
-  defaults.options = {{"--lcores", default_lcores(o)},  // before EAL pins this thread
-                      {"--no-pci", ""},
-                      {"--log-level", "lib.eal:warning"},
-                      {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "%s: %s\n", tool_name(tool), eal.error.c_str());
-    return 1;
-  }
+  // The lcore map is chosen before EAL pins this thread.
+  if (!nd_app::start_eal(tool_name(tool), argc, argv, {"--lcores", default_lcores(o)})) return 1;
   choose_waits(&o);
   const int rc = run(o, halves);
   glue::eal_cleanup();

@@ -5,8 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "tools/ndping/connection.h"
+#include "tools/ndping/handshake.h"
 #include "tools/ndping/options.h"
 
 namespace ndnic::ndping {
@@ -21,6 +23,12 @@ struct Halves {
   /// Runs the sweep against the server at `server_ipv4` and prints the table.
   std::function<bool(Connection& c, const Options& o, uint32_t ipv4, uint32_t server_ipv4)> client;
 };
+
+/// A server's start: opens `c` on `ipv4` with these limits and `bytes` of buffer, listens on
+/// --port, says whether it listens, and waits for the request of a client of this tool
+/// (another is rejected, and said so). Nothing on failure.
+std::optional<Request> take_request(Connection& c, const Options& o, uint32_t ipv4, const Limits& lim, size_t bytes,
+                                    const Ready& ready);
 
 /// The whole program: returns main's exit status (0 success, 1 failure, 2 usage error).
 int launch(Tool tool, int argc, char** argv, const Halves& halves);

@@ -90,18 +90,8 @@ std::string message_name(uint32_t i, uint32_t size) {
 }
 
 bool server(Connection& c, const Options& o, uint32_t ipv4, const Ready& ready) {
-  if (!c.open(ipv4, {kServerQueueDepth, kServerSends}, kBufferBytes) || !c.listen(o.port)) {
-    ready(false);
-    return false;
-  }
-  ready(true);
-  std::vector<uint8_t> data;
-  if (!c.get_request(&data)) return false;
-  const std::optional<Request> req = decode_request(data.data(), data.size());
-  if (!req || req->tool != Tool::kPing) {
-    c.reject();
-    return c.fail("refused a connection that is not from an ndping client of this version");
-  }
+  const std::optional<Request> req = take_request(c, o, ipv4, {kServerQueueDepth, kServerSends}, kBufferBytes, ready);
+  if (!req) return false;
   const Sweep sweep = make_sweep(req->tool, req->min_size, req->max_size, req->iters);
   const bool check = req->check && o.check;
   // What arrives, in order: the warm-up, a SYNC, then each size's messages and a SYNC.

@@ -127,18 +127,8 @@ class Exchange {
 };
 
 bool server(Connection& c, const Options& o, uint32_t ipv4, const Ready& ready) {
-  if (!c.open(ipv4, {kQueueDepth, kQueueDepth}, kBufferBytes) || !c.listen(o.port)) {
-    ready(false);
-    return false;
-  }
-  ready(true);
-  std::vector<uint8_t> data;
-  if (!c.get_request(&data)) return false;
-  const std::optional<Request> req = decode_request(data.data(), data.size());
-  if (!req || req->tool != Tool::kPingPong) {
-    c.reject();
-    return c.fail("refused a connection that is not from an ndpingpong client of this version");
-  }
+  const std::optional<Request> req = take_request(c, o, ipv4, {kQueueDepth, kQueueDepth}, kBufferBytes, ready);
+  if (!req) return false;
   const Sweep sweep = make_sweep(req->tool, req->min_size, req->max_size, req->iters);
   // The client checks pongs when it asked for checks; we check pings unless told not to as well.
   const bool client_checks = req->check;

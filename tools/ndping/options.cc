@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -70,20 +70,18 @@ constexpr const char* kPingPongAbout =
 
 enum LongOnly { kPort = 256, kSge, kNoCheck, kTimeout, kRetry, kCapture, kDev, kIp };
 
-using nd_node::parse_ipv4;
-using nd_node::parse_uint;
+using nd_app::parse_ipv4;
+using nd_app::parse_uint;
 
 /// BYTES with an optional K or M (binary) suffix, 1 .. kMaxXfer.
-bool parse_size(const char* s, unsigned long* out) { return nd_node::parse_size(s, kMaxXfer, out); }
+bool parse_size(const char* s, unsigned long* out) { return nd_app::parse_size(s, kMaxXfer, out); }
 
 /// IP[:PORT] as the SDK's <ip>[:<port>].
 bool parse_peer(const char* s, uint32_t* ip, uint16_t* port) {
   std::string_view v(s);
   const size_t colon = v.find(':');
   if (colon != std::string_view::npos) {
-    unsigned long p = 0;
-    if (!parse_uint(std::string(v.substr(colon + 1)).c_str(), 65535, &p) || p == 0) return false;
-    *port = uint16_t(p);
+    if (!nd_app::parse_port(std::string(v.substr(colon + 1)).c_str(), port)) return false;
   }
   return parse_ipv4(std::string(v.substr(0, colon)).c_str(), ip);
 }
@@ -97,8 +95,7 @@ void print_usage(FILE* f, Tool tool) {
 }
 
 Parsed usage_error(Tool tool, const std::string& what) {
-  std::fprintf(stderr, "%1$s: %2$s\nTry '%1$s --help' for more information.\n", tool_name(tool), what.c_str());
-  return Parsed{std::nullopt, 2};
+  return nd_app::usage_error<Options>(tool_name(tool), what);
 }
 
 }  // namespace
@@ -148,8 +145,7 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         ok = parse_peer(optarg, &o.peer_ipv4, &peer_port);
         break;
       case kPort:
-        ok = parse_uint(optarg, 65535, &v) && v > 0;
-        o.port = uint16_t(v);
+        ok = nd_app::parse_port(optarg, &o.port);
         break;
       case 'b':
         blocking = true;
@@ -183,13 +179,11 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
         o.check = false;
         break;
       case kTimeout:
-        ok = parse_uint(optarg, 3600, &v) && v > 0;
-        o.timeout_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 1, &o.timeout_s);
         break;
       case kRetry:
         retry = true;
-        ok = parse_uint(optarg, 3600, &v);
-        o.retry_s = unsigned(v);
+        ok = nd_app::parse_seconds(optarg, 0, &o.retry_s);
         break;
       case kCapture:
         o.capture = optarg;
@@ -200,25 +194,13 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
       case kIp:
         ok = parse_ipv4(optarg, &o.ipv4);
         break;
-      case ':': {
-        std::string what = "option needs a value: ";
-        what.append(optopt ? nd_node::option_text(optopt, longopts.data()) : std::string(argv[optind - 1]));
-        return usage_error(tool, what);
-      }
-      default: {
-        std::string what = "unknown option: ";
-        what.append(optopt ? std::string("-") + char(optopt) : std::string(argv[optind - 1]));
-        return usage_error(tool, what);
-      }
+      default:
+        return usage_error(tool, nd_app::getopt_problem(c, longopts.data(), argv.data()));
     }
-    if (!ok) {
-      std::string what = "bad value for ";
-      what.append(nd_node::option_text(c, longopts.data())).append(": ").append(optarg ? optarg : "");
-      return usage_error(tool, what);
-    }
+    if (!ok) return usage_error(tool, nd_app::bad_value(c, longopts.data(), optarg));
   }
   const int first_operand = optind;
-  nd_node::forget_getopt_state();
+  nd_app::forget_getopt_state();
   if (first_operand < argc) {
     std::string what = "unexpected argument: ";
     what.append(argv[first_operand]);
@@ -231,14 +213,8 @@ Parsed parse_options(Tool tool, const std::vector<std::string>& args) {
   o.wait_chosen = blocking || polling;
   o.role = server ? Role::kServer : client ? Role::kClient : Role::kEmbedded;
   if (peer_port) o.port = peer_port;
-  if (o.role == Role::kEmbedded) {
-    if (!o.device.empty() || o.ipv4) return usage_error(tool, "--dev and --ip go with --server or --client");
-  } else if (o.device.empty() || !o.ipv4) {
-    return usage_error(tool, "--server and --client need --dev and --ip");
-  }
-  if (o.role == Role::kClient && o.peer_ipv4 == o.ipv4)
-    return usage_error(tool, "the server's address is our own --ip");
-  if (retry && o.role != Role::kClient) return usage_error(tool, "--retry goes with --client");
+  const std::string roles = nd_app::role_problem({server, client, !o.device.empty(), o.ipv4, o.peer_ipv4, retry});
+  if (!roles.empty()) return usage_error(tool, roles);
   return Parsed{o, 0};
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {
 
@@ -46,17 +46,12 @@ struct Options {
   std::string capture;               ///< pcap of the client's port (embedded) or our port
 };
 
-/// What parse_options decided: run with these options, or exit now with this status (0 after
-/// --help, 2 after a usage error, which it has printed).
-struct Parsed {
-  std::optional<Options> options;
-  int exit_code = 0;
-};
+using Parsed = nd_app::Parsed<Options>;
 
 /// Parses the program's arguments (those after EAL's "--").
 Parsed parse_options(Tool tool, const std::vector<std::string>& args);
 
-using nd_node::program_args;  // tools/nd_node/arguments.h
+using nd_app::program_args;  // tools/nd_app/arguments.h
 
 const char* tool_name(Tool tool);
 

@@ -1,5 +1,5 @@
 // A DPDK port with an IPv4 address and an ndnic device that the program's own thread polls (no
-// worker lcore): what an RcSession (session.h) runs on. ND programs use tools/nd_node instead.
+// worker lcore): what an RcSession (session.h) runs on. ND programs use tools/nd_app instead.
 #pragma once
 
 #include <chrono>

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_peer {
 namespace {
@@ -37,9 +39,9 @@ void check_u64(const std::string& what, uint64_t got, uint64_t expected) {
 void check_status(const std::string& what, HRESULT got, HRESULT expected) {
   if (got == expected) {
     std::string w = what;
-    ok(w.append(" (").append(nd_node::status_text(got)).append(")"));
+    ok(w.append(" (").append(nd_app::status_text(got)).append(")"));
   } else {
-    fail(what, nd_node::status_text(got), nd_node::status_text(expected));
+    fail(what, nd_app::status_text(got), nd_app::status_text(expected));
   }
 }
 

@@ -18,8 +18,9 @@
 #include "tests/interop/nd_peer/checks.h"
 #include "tests/interop/nd_peer/peer.h"
 #include "tests/interop/nd_peer/scenarios.h"
-#include "tools/nd_node/arguments.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/arguments.h"
+#include "tools/nd_app/eal.h"
+#include "tools/nd_app/node.h"
 
 namespace {
 
@@ -49,25 +50,23 @@ bool parse(const std::vector<std::string>& args, Options* o) {
   for (size_t i = 0; i < args.size(); i++) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    unsigned long v = 0;
     if (a == "--server") {
       o->connect.server = true;
     } else if (a == "--client" && has_value) {
       client = true;
-      if (!nd_node::parse_ipv4(args[++i].c_str(), &o->connect.peer_ipv4))
+      if (!nd_app::parse_ipv4(args[++i].c_str(), &o->connect.peer_ipv4))
         return usage("--client wants an IPv4 address");
     } else if (a == "--ip" && has_value) {
-      if (!nd_node::parse_ipv4(args[++i].c_str(), &o->ipv4)) return usage("--ip wants an IPv4 address");
+      if (!nd_app::parse_ipv4(args[++i].c_str(), &o->ipv4)) return usage("--ip wants an IPv4 address");
     } else if (a == "--dev" && has_value) {
       o->device = args[++i];
     } else if (a == "--capture" && has_value) {
       o->capture = args[++i];
     } else if (a == "-p" && has_value) {
-      if (!nd_node::parse_uint(args[++i].c_str(), 65535, &v) || v == 0) return usage("-p wants a port 1..65535");
-      o->connect.port = uint16_t(v);
+      if (!nd_app::parse_port(args[++i].c_str(), &o->connect.port)) return usage("-p wants a port 1..65535");
     } else if (a == "--retry" && has_value) {
-      if (!nd_node::parse_uint(args[++i].c_str(), 3600, &v)) return usage("--retry wants seconds 0..3600");
-      o->connect.retry_s = unsigned(v);
+      if (!nd_app::parse_seconds(args[++i].c_str(), 0, &o->connect.retry_s))
+        return usage("--retry wants seconds 0..3600");
     } else if (a == "--scenario" && has_value) {
       o->scenario_name = args[++i];
     } else {
@@ -90,19 +89,14 @@ bool parse(const std::vector<std::string>& args, Options* o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  glue::EalDefaults defaults;
-  defaults.options = {{"-l", "0,1"}, {"--no-pci", ""}, {"--log-level", "lib.eal:warning"}, {"--no-telemetry", ""}};
-  const glue::EalResult eal = glue::eal_init(argc, argv, defaults);
-  if (!eal.ok) {
-    std::fprintf(stderr, "nd_peer: %s\n", eal.error.c_str());
-    return 1;
-  }
+  std::vector<std::string> args;
+  if (!nd_app::start_eal("nd_peer", argc, argv, {"-l", "0,1"}, &args)) return 1;
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int rc = 1;
   Options o;
-  if (parse(eal.args, &o)) {
-    nd_node::Node node;
-    nd_node::NodeConfig nc;
+  if (parse(args, &o)) {
+    nd_app::Node node;
+    nd_app::NodeConfig nc;
     nc.device = o.device;
     nc.ipv4 = o.ipv4;
     nc.capture = o.capture;

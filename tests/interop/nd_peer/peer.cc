@@ -10,13 +10,15 @@
 #include <thread>
 
 #include "tests/interop/nd_peer/checks.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_peer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr auto kIdleSleep = std::chrono::microseconds(20);
 constexpr auto kConnectWait = std::chrono::seconds(30);
@@ -42,7 +44,7 @@ Peer::~Peer() {
   if (listen_) listen_->Release();
   if (mr_) {
     OVERLAPPED ov{};
-    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_node::wait_overlapped(adapter_, &ov, after(5000));
+    if (adapter_->DeregisterMemory(mr_, &ov) == ND_PENDING) nd_app::wait_overlapped(adapter_, &ov, after(5000));
   }
   if (in_cq_) in_cq_->Release();
   if (out_cq_) out_cq_->Release();
@@ -58,7 +60,7 @@ bool Peer::open(const ConnectOptions& o) {
   std::memset(buf_, 0, buf_size_);
   OVERLAPPED ov{};
   HRESULT hr = adapter_->RegisterMemory(buf_, buf_size_, &ov, &mr_);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(adapter_, &ov, after(5000));
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(adapter_, &ov, after(5000));
   if (!setup_ok("RegisterMemory", hr)) {
     mr_ = nullptr;
     return false;
@@ -101,7 +103,7 @@ bool Peer::connect(const ConnectOptions& o) {
         if (!post_slot(i)) return false;
     OVERLAPPED ov{};
     HRESULT hr = conn_->Connect(ep_, reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &ov);
-    if (hr == ND_PENDING) hr = nd_node::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
+    if (hr == ND_PENDING) hr = nd_app::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
     // Refused: nobody listens yet; unreachable or timed out: the guest is not up yet.
     const bool not_yet = hr == ND_CONNECTION_REFUSED || hr == ND_HOST_UNREACHABLE || hr == ND_TIMEOUT;
     if (not_yet && Clock::now() < give_up) {
@@ -113,7 +115,7 @@ bool Peer::connect(const ConnectOptions& o) {
   }
   OVERLAPPED ov{};
   HRESULT hr = conn_->CompleteConnect(&ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
   return setup_ok("CompleteConnect", hr);
 }
 
@@ -125,17 +127,17 @@ bool Peer::accept(const ConnectOptions& o) {
       if (!post_slot(i)) return false;
   OVERLAPPED ov{};
   HRESULT hr = listen_->GetConnectionRequest(conn_, &ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(listen_, &ov, Clock::now() + std::chrono::seconds(90));
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(listen_, &ov, Clock::now() + std::chrono::seconds(90));
   if (!setup_ok("GetConnectionRequest", hr)) return false;
   hr = conn_->Accept(ep_, nullptr, 0, &ov);
-  if (hr == ND_PENDING) hr = nd_node::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
+  if (hr == ND_PENDING) hr = nd_app::wait_overlapped(conn_, &ov, Clock::now() + kConnectWait);
   return setup_ok("Accept", hr);
 }
 
 void Peer::disconnect() {
   if (!conn_) return;
   OVERLAPPED ov{};
-  if (conn_->Disconnect(&ov) == ND_PENDING) nd_node::wait_overlapped(conn_, &ov, after(3000));
+  if (conn_->Disconnect(&ov) == ND_PENDING) nd_app::wait_overlapped(conn_, &ov, after(3000));
 }
 
 bool Peer::post_slot(unsigned slot) {

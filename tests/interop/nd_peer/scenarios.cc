@@ -7,13 +7,15 @@
 #include <thread>
 
 #include "tests/interop/nd_peer/checks.h"
-#include "tools/nd_node/node.h"
+#include "tools/nd_app/node.h"
+#include "tools/nd_app/status.h"
+#include "tools/nd_app/waits.h"
 
 namespace ndnic::nd_peer {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nd_node::status_text;
+using nd_app::status_text;
 
 constexpr auto kRnrxLinger = std::chrono::milliseconds(3500);  // > the receiver's 2 s + 1 s watch
 
@@ -259,7 +261,7 @@ void solicited_receiver(Peer& p) {
   if (!p.send_ctl(Ctl::kGo)) return;
   const Clock::time_point t0 = Clock::now();
   const HRESULT fired =
-      early == ND_PENDING ? nd_node::wait_overlapped(p.in_cq(), &ov, t0 + std::chrono::milliseconds(kWaitMs)) : early;
+      early == ND_PENDING ? nd_app::wait_overlapped(p.in_cq(), &ov, t0 + std::chrono::milliseconds(kWaitMs)) : early;
   if (fired == ND_SUCCESS)
     ok("the solicited Send woke the ND_CQ_NOTIFY_SOLICITED notify (" + std::to_string(ms_since(t0)) + " ms)");
   else

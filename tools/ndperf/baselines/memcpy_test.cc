@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -53,7 +53,7 @@ bool memcpy_test(Node& node, const Options& o, TestResult* result) {
     }
     print_row(Test::kMemcpy, row);
     result->rows.push_back(row);
-    if (sigint_requested()) break;
+    if (nd_app::sigint_requested()) break;
   }
   return true;
 }

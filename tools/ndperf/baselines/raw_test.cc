@@ -7,12 +7,12 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
+#include "tools/nd_app/halt.h"
+#include "tools/ndperf/baselines/raw_frames.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"
-#include "tools/ndperf/baselines/raw_frames.h"
 #include "tools/ndperf/report/report.h"
 #include "tools/ndperf/stats.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -84,7 +84,7 @@ class RawClient {
       if (!(ok = p_.test == Test::kRawBw ? bw(size, &row) : lat(size, &row))) break;
       print_row(p_.test, row);
       result_->rows.push_back(row);
-      if (sigint_requested()) break;
+      if (nd_app::sigint_requested()) break;
     }
     // The server leaves its loop on goodbye; if its answer is lost it has left anyway.
     ask(RawType::kBye, {}, RawType::kByeAck, &reply);
@@ -160,7 +160,7 @@ class RawClient {
     rte_mbuf* burst[kRawBurst];
     for (;;) {
       // Whole messages only: a stop waits for the current message's last frame.
-      if (frame == 0 && (iters ? done == iters || sigint_requested() : run_over(o_, meter.started(), 0, 0))) break;
+      if (frame == 0 && (iters ? done == iters || nd_app::sigint_requested() : run_over(o_, meter.started(), 0, 0))) break;
       uint16_t n = 0;
       uint64_t msgs = 0;
       while (n < kRawBurst && !(iters && frame == 0 && done + msgs == iters)) {
@@ -251,7 +251,7 @@ class RawClient {
 
 class RawServer {
  public:
-  RawServer(Node& node, Halt& halt)
+  RawServer(Node& node, nd_app::Halt& halt)
       : node_(node), port_(node.port()), halt_(halt), queues_(uint16_t(node.queues())) {}
 
   bool run() {
@@ -346,7 +346,7 @@ class RawServer {
 
   Node& node_;
   glue::Port& port_;
-  Halt& halt_;
+  nd_app::Halt& halt_;
   const uint16_t queues_;
   RawPath path_;
   RawCtl last_{}, end_{};
@@ -362,6 +362,6 @@ bool raw_client(Node& node, const Plan& p, const Options& o, uint32_t server_ipv
   return RawClient(node, p, o, server_ipv4, result).run();
 }
 
-bool raw_server(Node& node, Halt& halt) { return RawServer(node, halt).run(); }
+bool raw_server(Node& node, nd_app::Halt& halt) { return RawServer(node, halt).run(); }
 
 }  // namespace ndnic::ndperf

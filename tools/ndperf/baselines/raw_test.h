@@ -11,15 +11,15 @@
 // message's bytes of each size; raw_lat's client checks the last answer's.
 #pragma once
 
+#include "tools/nd_app/halt.h"
 #include "tools/ndperf/nd/exchange.h"
 #include "tools/ndperf/node.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 
 /// Runs on the node's first worker lcore, with the node's device stopped; prints its rows.
 bool raw_client(Node& node, const Plan& p, const Options& o, uint32_t server_ipv4, TestResult* result);
 /// Serves one raw test (every size of it) until the client says goodbye, or the halt.
-bool raw_server(Node& node, Halt& halt);
+bool raw_server(Node& node, nd_app::Halt& halt);
 
 }  // namespace ndnic::ndperf

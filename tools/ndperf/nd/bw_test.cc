@@ -120,7 +120,7 @@ class BwClient {
     bool stopping = false;
     uint64_t done = 0;
     for (;;) {
-      stopping = stopping || (!iters && run_over(o_, meter.started(), 0, 0)) || sigint_requested();
+      stopping = stopping || (!iters && run_over(o_, meter.started(), 0, 0)) || nd_app::sigint_requested();
       bool finished = true;
       for (uint32_t i = 0; i < nqp_; i++) {
         Qp& q = qps_[i];
@@ -154,7 +154,7 @@ class BwClient {
     }
     *row = meter.finish(size, done, 2ull * depth_ * nqp_);
     for (Qp& q : qps_) q.total += q.completed;
-    *stop = sigint_requested();
+    *stop = nd_app::sigint_requested();
     return !env_.groups || env_.groups->finish(p_.group, *row, meter.started(), meter.ended(), stop, row);
   }
 

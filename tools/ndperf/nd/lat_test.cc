@@ -88,7 +88,7 @@ class LatClient {
       const Row row = ticks.row(size, half_rtt(p_.test) ? 2.0 : 1.0);
       print_row(p_.test, row);
       env_.result->rows.push_back(row);
-      if (sigint_requested()) break;
+      if (nd_app::sigint_requested()) break;
     }
     print_end();
     return s_.disconnect();

@@ -70,7 +70,7 @@ class InvClient {
       if (!measure(size, &row) || !sync()) return false;
       print_row(p_.test, row);
       env_.result->rows.push_back(row);
-      if (sigint_requested()) break;
+      if (nd_app::sigint_requested()) break;
     }
     print_end();
     return s_.disconnect();
@@ -144,7 +144,7 @@ class InvClient {
       if (!start_cycles(i, size)) return false;
     }
     for (;;) {
-      stopping = stopping || (!iters && run_over(o_, meter.started(), 0, 0)) || sigint_requested();
+      stopping = stopping || (!iters && run_over(o_, meter.started(), 0, 0)) || nd_app::sigint_requested();
       bool finished = true;
       for (Qp& q : qps_) finished = finished && q.done == q.started;
       if (finished) break;

@@ -1,27 +1,25 @@
 // One end's Network Direct v1 objects for one test, as an ND application holds them: the
-// adapter (opened by address), one completion queue for every QP and both directions, the
-// end's buffer registered once, a connector and endpoint per QP connected over the wire
-// (INDListen / INDConnector, IB CM on QP1), the memory windows. Results are waited for by
-// polling GetResults or with Notify, and every request's ND_RESULT is an Op that says what
-// the request was. Only ndspi.h, ndnic_ext.h and NdOpenV1Adapter here.
+// adapter (opened by address), one completion queue for every QP and both directions
+// (nd_app::Reaper: polled or waited for with Notify), the end's buffer registered once, an
+// nd_app::Connection per QP, the memory windows. Every request's ND_RESULT is an Op that says
+// what the request was. Only ndspi.h, ndnic_ext.h and NdOpenV1Adapter here.
 #pragma once
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "nd_frontend/ndnic_ext.h"
 #include "nd_frontend/ndspi.h"
+#include "tools/nd_app/actor.h"
+#include "tools/nd_app/connection.h"
+#include "tools/nd_app/halt.h"
+#include "tools/nd_app/reaper.h"
 #include "tools/ndperf/node.h"
 #include "tools/ndperf/plan.h"
-#include "tools/ndperf/stop.h"
 
 namespace ndnic::ndperf {
 
@@ -62,7 +60,7 @@ class Session {
   /// `who` ("server", "client") prefixes messages. A patient session (the server's) waits for
   /// results as long as it takes: in a Write or Read test its peer may be busy for minutes
   /// without a result arriving here.
-  Session(const Options& o, Node& node, const char* who, Halt& halt, bool patient);
+  Session(const Options& o, Node& node, const char* who, nd_app::Halt& halt, bool patient);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -98,8 +96,8 @@ class Session {
 
   // ---- objects ----
   uint32_t qps() const { return uint32_t(qps_.size()); }
-  INDEndpoint* ep(uint32_t qp) const { return qps_[qp].ep; }
-  INDEndpointExt* ext(uint32_t qp);
+  INDEndpoint* ep(uint32_t qp) const { return qps_[qp]->endpoint(); }
+  INDEndpointExt* ext(uint32_t qp) { return qps_[qp]->ext(); }
   INDAdapter* adapter() const { return adapter_; }
   /// A window whose invalidations complete into `invalidated`; released with the session.
   INDMemoryWindow* create_window(Op* invalidated);
@@ -118,74 +116,43 @@ class Session {
   // ---- results ----
   /// Waits for results and returns 1..n of them; 0 on failure, timeout (the client's:
   /// --timeout without any) or halt, with the reason printed (halted() tells which).
-  size_t reap(ND_RESULT** out, size_t n);
+  size_t reap(ND_RESULT** out, size_t n) { return reaper_.reap(out, n); }
   /// Whatever results are there now.
-  size_t poll(ND_RESULT** out, size_t n) { return cq_->GetResults(out, n); }
-  bool halted() const { return halted_; }
+  size_t poll(ND_RESULT** out, size_t n) { return reaper_.poll(out, n); }
+  bool halted() const { return actor_.halted(); }
   /// For loops that do not wait in reap(): whether to give up now (marks the session halted).
   bool stop_requested() {
-    halted_ = halted_ || halt_.now();
-    return halted_;
+    if (halt_.now()) actor_.set_halted();
+    return actor_.halted();
   }
   const Options& options() const { return o_; }
   const char* who() const { return who_; }
 
   /// "ndperf <who>: <what>[: STATUS (0x...)]" on stderr; returns false.
-  bool fail(const std::string& what, HRESULT hr = ND_SUCCESS) const;
+  bool fail(const std::string& what, HRESULT hr = ND_SUCCESS) const { return actor_.fail(what, hr); }
   /// A post's HRESULT: true when it was accepted, otherwise says what failed.
   bool posted(HRESULT hr, const char* what) const { return SUCCEEDED(hr) || fail(what, hr); }
   /// A completed request's status: true for ND_SUCCESS, otherwise says what failed.
   bool succeeded(const ND_RESULT* r, const std::string& what) const;
 
  private:
-  struct Qp {
-    INDConnector* conn = nullptr;
-    INDEndpoint* ep = nullptr;
-    INDEndpointExt* ext = nullptr;
-    bool connected = false;
-    bool disconnected = false;
-  };
-  bool create_endpoint(Qp& q, const Depths& d);
-  void release(Qp& q);
-  /// Finishes an overlapped request that returned `hr`: waits at most `limit` (forever when
-  /// it is max()), less on halt. Its HRESULT; ND_IO_TIMEOUT after the limit, ND_CANCELED on
-  /// halt. `on_sigint`: Ctrl-C halts this wait too (not a client's disconnect, which is part
-  /// of ending cleanly).
-  HRESULT await(INDOverlapped* obj, HRESULT hr, std::unique_ptr<OVERLAPPED> ov, Clock::duration limit,
-                bool on_sigint = true);
-  bool halting(bool on_sigint) const { return halt_.aborted() || (on_sigint && halt_.now()); }
-  bool check(HRESULT hr, const std::string& what);
-  Clock::duration timeout() const { return std::chrono::seconds(o_.timeout_s); }
-  void watchdog();
+  nd_app::EndpointShape shape(const Depths& d) const;
 
   const Options& o_;
   Node& node_;
   const char* who_;
-  Halt& halt_;
-  const bool patient_;
+  nd_app::Halt& halt_;
+  nd_app::Actor actor_;
   INDAdapter* adapter_ = nullptr;
-  INDCompletionQueue* cq_ = nullptr;
+  nd_app::Reaper reaper_;
   INDListen* listen_ = nullptr;
   ND_MR_HANDLE mr_ = nullptr;
-  std::vector<Qp> qps_;
-  Qp pending_;  ///< server: the connector holding a request not accepted yet
+  std::vector<std::unique_ptr<nd_app::Connection>> qps_;
+  std::unique_ptr<nd_app::Connection> pending_;  ///< server: the request not accepted yet
   std::vector<INDMemoryWindow*> windows_;
-  bool halted_ = false;
-  /// --stats: reap()'s looks at the CQ, those that found results, and the results.
-  uint64_t looks_ = 0, hit_looks_ = 0, results_ = 0;
   int worker_ = -1;         ///< set_group: the worker of this group's CQ; -1: any
   uint32_t first_qp_ = 0;   ///< set_group: the group's first QP in the layout
   size_t data_off_ = 0;     ///< set_group: the group's slice of the recv and send areas
-
-  // Waiting with Notify: one at a time. The watchdog cancels it when it has slept longer than
-  // a recheck period, so the waiter looks at the CQ and at the halt itself.
-  OVERLAPPED notify_ov_{};
-  bool armed_ = false;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  std::atomic<int64_t> waiting_since_ns_{0};
-  std::thread watchdog_;
 };
 
 }  // namespace ndnic::ndperf

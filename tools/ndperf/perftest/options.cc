@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/ndperf/perftest/oob.h"
 
 namespace ndnic::ndperf::perftest {
@@ -104,7 +104,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
     switch (c) {
       case 'h':
         std::fputs(kUsage, stdout);
-        nd_node::forget_getopt_state();
+        nd_app::forget_getopt_state();
         return ParsedPerftest{std::nullopt, 0};
       case kPerftest:
         if (const std::optional<TestId> t = test_by_name(optarg)) {
@@ -116,7 +116,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         }
         break;
       case 's':
-        if (nd_node::parse_size(optarg, kMaxSize, &v)) {
+        if (nd_app::parse_size(optarg, kMaxSize, &v)) {
           o.size = uint32_t(v);
           have_size = true;
         } else {
@@ -128,7 +128,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         o.all = true;
         break;
       case 'n':
-        if (nd_node::parse_uint(optarg, kMaxIters, &v) && v >= kMinIters) {
+        if (nd_app::parse_uint(optarg, kMaxIters, &v) && v >= kMinIters) {
           o.iters = uint32_t(v);
         } else {
           bad = "bad -n '";
@@ -136,7 +136,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         }
         break;
       case 'm':
-        if (nd_node::parse_uint(optarg, 4096, &v) && mtu_code(uint32_t(v)) != 0) {
+        if (nd_app::parse_uint(optarg, 4096, &v) && mtu_code(uint32_t(v)) != 0) {
           o.mtu = uint32_t(v);
         } else {
           bad = "bad -m '";
@@ -153,7 +153,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         o.host = optarg;
         break;
       case 'p':
-        if (nd_node::parse_uint(optarg, 65535, &v) && v > 0) {
+        if (nd_app::parse_uint(optarg, 65535, &v) && v > 0) {
           o.tcp_port = uint16_t(v);
         } else {
           bad = "bad TCP port '";
@@ -164,7 +164,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         o.device = optarg;
         break;
       case kIp:
-        if (nd_node::parse_ipv4(optarg, &o.ipv4)) {
+        if (nd_app::parse_ipv4(optarg, &o.ipv4)) {
           have_ip = true;
         } else {
           bad = "bad --ip '";
@@ -172,7 +172,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         }
         break;
       case kRetry:
-        if (nd_node::parse_uint(optarg, 3600, &v)) {
+        if (nd_app::parse_uint(optarg, 3600, &v)) {
           o.retry_s = unsigned(v);
         } else {
           bad = "bad --retry '";
@@ -180,7 +180,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
         }
         break;
       case kTimeout:
-        if (nd_node::parse_uint(optarg, 3600, &v) && v > 0) {
+        if (nd_app::parse_uint(optarg, 3600, &v) && v > 0) {
           o.timeout_s = unsigned(v);
         } else {
           bad = "bad --timeout '";
@@ -203,7 +203,7 @@ ParsedPerftest parse_perftest_options(const std::vector<std::string>& args) {
     bad = "unexpected argument '";
     bad.append(argv[size_t(optind)]).append("'");
   }
-  nd_node::forget_getopt_state();
+  nd_app::forget_getopt_state();
   if (!bad.empty()) return usage_error(bad);
   if (!have_test) return usage_error("--perftest needs a test");
   if (o.server == !o.host.empty()) return usage_error("the perftest mode needs exactly one of --server and --client=HOST");

@@ -1,15 +1,15 @@
-// Ending a run early. Ctrl-C (SIGINT) asks the run to end cleanly: the size being measured
-// stops posting, drains what is in flight, finishes with the peer and reports the figures so
-// far; the tests after it do not run. A second Ctrl-C kills the process as usual.
+// Ending a run early. Ctrl-C (SIGINT), for a tool that installs the handler, asks the run to
+// end cleanly (ndperf: the size being measured drains what is in flight, finishes with the peer
+// and reports the figures so far). A second Ctrl-C kills the process as usual.
 //
-// A Halt is one side's view of it: the client finishes its size whatever happens, a server
-// of its own (--server) stops at once, and the embedded server follows its client. Either
-// side of the embedded mode can also abort the other when it fails.
+// A Halt is one side's view of it: whether that side honors Ctrl-C (ndperf's client finishes
+// its size whatever happens, a server of its own stops at once), and abort(), by which either
+// side of an embedded run stops the other's waits when it fails (ndping, ndperf).
 #pragma once
 
 #include <atomic>
 
-namespace ndnic::ndperf {
+namespace ndnic::nd_app {
 
 /// Installs the SIGINT handler.
 void install_sigint();
@@ -32,4 +32,4 @@ class Halt {
   bool honor_sigint_;
 };
 
-}  // namespace ndnic::ndperf
+}  // namespace ndnic::nd_app

@@ -1,8 +1,8 @@
-#include "tools/ndperf/stop.h"
+#include "tools/nd_app/halt.h"
 
 #include <signal.h>
 
-namespace ndnic::ndperf {
+namespace ndnic::nd_app {
 namespace {
 
 volatile sig_atomic_t g_sigint = 0;
@@ -25,4 +25,4 @@ void install_sigint() {
 
 bool sigint_requested() { return g_sigint != 0; }
 
-}  // namespace ndnic::ndperf
+}  // namespace ndnic::nd_app

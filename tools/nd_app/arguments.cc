@@ -1,4 +1,4 @@
-#include "tools/nd_node/arguments.h"
+#include "tools/nd_app/arguments.h"
 
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ndnic::nd_node {
+namespace ndnic::nd_app {
 
 bool parse_uint(const char* s, unsigned long max, unsigned long* out) {
   // strtoul would accept a sign and leading blanks: refused here.
@@ -39,10 +39,28 @@ bool parse_ipv4(const char* s, uint32_t* out) {
   return true;
 }
 
+bool parse_port(const char* s, uint16_t* out) {
+  unsigned long v = 0;
+  if (!parse_uint(s, 65535, &v) || v == 0) return false;
+  *out = uint16_t(v);
+  return true;
+}
+
+bool parse_seconds(const char* s, unsigned min_s, unsigned* out) {
+  unsigned long v = 0;
+  if (!parse_uint(s, kMaxSeconds, &v) || v < min_s) return false;
+  *out = unsigned(v);
+  return true;
+}
+
 std::string ipv4_text(uint32_t ip) {
   char b[16];
   std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
   return b;
+}
+
+void print_usage_error(const char* tool, const std::string& what) {
+  std::fprintf(stderr, "%1$s: %2$s\nTry '%1$s --help' for more information.\n", tool, what.c_str());
 }
 
 std::vector<std::string> program_args(int argc, char** argv) {
@@ -63,11 +81,32 @@ std::string option_text(int c, const option* longopts) {
 }
 
 void forget_getopt_state() {
-  char name[] = "nd_node";
+  char name[] = "nd_app";
   char* none[] = {name, nullptr};
   optind = 0;
   getopt(1, none, "");
   optind = 0;
 }
 
-}  // namespace ndnic::nd_node
+std::string getopt_problem(int c, const option* longopts, char* const* argv) {
+  if (c == ':')
+    return "option needs a value: " + (optopt ? option_text(optopt, longopts) : std::string(argv[optind - 1]));
+  return "unknown option: " + (optopt ? std::string("-") + char(optopt) : std::string(argv[optind - 1]));
+}
+
+std::string bad_value(int c, const option* longopts, const char* value) {
+  return "bad value for " + option_text(c, longopts) + ": " + (value ? value : "");
+}
+
+std::string role_problem(const Roles& r) {
+  if (!r.server && !r.client) {
+    if (r.device || r.ipv4) return "--dev and --ip go with --server or --client";
+  } else if (!r.device || !r.ipv4) {
+    return "--server and --client need --dev and --ip";
+  }
+  if (r.client && r.peer_ipv4 == r.ipv4) return "the server's address is our own --ip";
+  if (r.retry && !r.client) return "--retry goes with --client";
+  return "";
+}
+
+}  // namespace ndnic::nd_app

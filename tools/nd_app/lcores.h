@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace ndnic::nd_node {
+namespace ndnic::nd_app {
 
 /// The processors this process may use (before EAL pins the main thread).
 std::vector<int> allowed_cpus();
@@ -24,4 +24,4 @@ std::string default_lcores(size_t app_threads, size_t workers);
 /// apart from each other, the main lcore with one per application thread.
 bool threads_apart(size_t app_threads, size_t workers);
 
-}  // namespace ndnic::nd_node
+}  // namespace ndnic::nd_app

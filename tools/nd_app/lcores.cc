@@ -1,10 +1,10 @@
-#include "tools/nd_node/lcores.h"
+#include "tools/nd_app/lcores.h"
 
 #include <sched.h>
 
 #include <rte_lcore.h>
 
-namespace ndnic::nd_node {
+namespace ndnic::nd_app {
 namespace {
 
 std::string cpu_list(const std::vector<int>& cpus, size_t from, size_t n) {
@@ -55,4 +55,4 @@ bool threads_apart(size_t app_threads, size_t workers) {
   return apart && CPU_COUNT(&both) == 0 && size_t(CPU_COUNT(&main_cpus)) >= app_threads;
 }
 
-}  // namespace ndnic::nd_node
+}  // namespace ndnic::nd_app
