@@ -13,7 +13,7 @@
 #include <random>
 
 #include "cm/mads.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::cm {
 

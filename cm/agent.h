@@ -22,7 +22,7 @@
 #include "cm/cm.h"
 #include "cm/mad_io.h"
 #include "cm/state_machine.h"
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 
 namespace ndnic::glue {
 class Port;

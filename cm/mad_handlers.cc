@@ -5,7 +5,7 @@
 
 #include "cm/mads.h"
 #include "cm/state_machine.h"
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::cm {
 namespace ib = wire::cm;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cm/cm.h"
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "wire/cm_mad.h"
 
 namespace ndnic::cm {

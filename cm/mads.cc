@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "cm/mads.h"
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::cm::mads {
 namespace ib = wire::cm;

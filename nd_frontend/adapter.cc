@@ -12,10 +12,10 @@
 #include <mutex>
 
 #include "cm/agent.h"
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nd {
 namespace {

@@ -15,7 +15,7 @@
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
 #include "nd_frontend/status.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nd {
 namespace {

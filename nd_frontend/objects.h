@@ -7,10 +7,10 @@
 #include <thread>
 #include <vector>
 
-#include "nd_frontend/ndnic_ext.h"
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndnic_ext.h"
+#include "ndnic/ndspi.h"
 #include "nd_frontend/unknown.h"
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 
 namespace ndnic::glue {
 class Port;

@@ -3,8 +3,8 @@
 // futex over Internal's low 32 bits (the HRESULT), never spin.
 #pragma once
 
-#include "nd_frontend/ndspi.h"
-#include "nic/backoff.h"
+#include "ndnic/ndspi.h"
+#include "ndnic/backoff.h"
 
 namespace ndnic::nd {
 

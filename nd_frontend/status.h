@@ -1,8 +1,8 @@
 // NIC completion statuses as ND v1 results (the seeds decide; nd-v1-facts.md has the rule).
 #pragma once
 
-#include "nd_frontend/ndspi.h"
-#include "nic/verbs.h"
+#include "ndnic/ndspi.h"
+#include "ndnic/verbs.h"
 
 namespace ndnic::nd {
 

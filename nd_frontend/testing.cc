@@ -3,7 +3,7 @@
 #include "nd_frontend/testing.h"
 
 #include "nd_frontend/objects.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nd {
 

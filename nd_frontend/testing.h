@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nd {
 

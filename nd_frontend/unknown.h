@@ -4,7 +4,7 @@
 
 #include <atomic>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nd {
 

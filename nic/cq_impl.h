@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 
 struct rte_ring;
 struct rte_rcu_qsbr;

@@ -15,10 +15,10 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "nic/backoff.h"
+#include "ndnic/backoff.h"
 #include "nic/engine.h"
 #include "nic/wr_ring.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nic {
 namespace {

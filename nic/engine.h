@@ -12,7 +12,7 @@
 #include "nic/fault.h"
 #include "nic/memory.h"
 #include "nic/qp_impl.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 struct rte_mbuf;
 struct rte_ring;

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "nic/verbs.h"
+#include "ndnic/verbs.h"
 
 struct rte_rcu_qsbr;
 

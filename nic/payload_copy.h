@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "wire/icrc.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::nic {
 

@@ -9,7 +9,7 @@
 #include <rte_ring_elem.h>
 
 #include "nic/engine.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nic {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <rte_ether.h>
 
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "wire/icrc_prefix.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 struct rte_mbuf;
 struct rte_ring;

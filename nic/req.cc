@@ -12,7 +12,7 @@
 #include "nic/engine.h"
 #include "nic/sge_walk.h"
 #include "nic/wr_ring.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nic {
 namespace {

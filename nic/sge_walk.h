@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "nic/verbs.h"
+#include "ndnic/verbs.h"
 
 namespace ndnic::nic {
 

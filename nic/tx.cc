@@ -5,7 +5,7 @@
 #include <rte_mbuf.h>
 
 #include "nic/engine.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "wire/icrc.h"
 
 namespace ndnic::nic {

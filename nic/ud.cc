@@ -9,7 +9,7 @@
 
 #include "nic/engine.h"
 #include "nic/sge_walk.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nic {
 namespace {

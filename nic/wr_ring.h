@@ -12,7 +12,7 @@
 #include <rte_ring_elem.h>
 #include <rte_ring_peek_zc.h>
 
-#include "nic/verbs.h"
+#include "ndnic/verbs.h"
 
 namespace ndnic::nic {
 

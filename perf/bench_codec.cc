@@ -6,7 +6,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
 namespace {

@@ -29,10 +29,10 @@
 #include <rte_mbuf.h>
 
 #include "nic/engine.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/fixtures/node_pair.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::nic {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "wire/crc32_clmul.h"
 #include "wire/icrc.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
 namespace {

@@ -9,7 +9,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);  // takes its --benchmark_* flags out of argv

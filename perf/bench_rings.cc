@@ -26,12 +26,12 @@
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "nd_frontend/testing.h"
 #include "nic/cq_impl.h"
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "nic/qp_impl.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tests/fixtures/node_pair.h"
 
 namespace ndnic::nic {

@@ -8,7 +8,7 @@
 
 #include <rte_spinlock.h>
 
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 struct rte_mbuf;
 

@@ -5,7 +5,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::glue {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::glue {
 

@@ -1,4 +1,4 @@
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::glue {
 

@@ -7,7 +7,7 @@
 #include <rte_errno.h>
 
 #include "pmd_glue/eal_memory.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::glue {
 namespace {

@@ -16,7 +16,7 @@
 #include "pmd_glue/capture.h"
 #include "pmd_glue/classify.h"
 #include "pmd_glue/neighbour.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "pmd_glue/rss.h"
 
 namespace ndnic::glue {

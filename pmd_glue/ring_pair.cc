@@ -2,7 +2,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::glue {
 namespace {

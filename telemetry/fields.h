@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 
 namespace ndnic::telemetry {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "telemetry/fields.h"
-#include "telemetry/telemetry.h"
+#include "ndnic/telemetry.h"
 
 namespace ndnic::telemetry {
 namespace {

@@ -1,7 +1,7 @@
 // The /ndnic/ telemetry commands. DPDK runs them on its telemetry thread, which is no lcore:
 // they read counters that lcores write with plain stores (values may lag a few packets) and
 // enumerate QPs through Device::for_each_qp, which holds the device's QP-list lock.
-#include "telemetry/telemetry.h"
+#include "ndnic/telemetry.h"
 
 #include <cctype>
 #include <cerrno>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::wire::cm {
 namespace {

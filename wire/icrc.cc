@@ -3,7 +3,7 @@
 #include <array>
 #include <cstring>
 
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::wire {
 namespace {

@@ -3,9 +3,9 @@
 #include <array>
 #include <cstring>
 
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 #include "wire/icrc.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
 namespace {

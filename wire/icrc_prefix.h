@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
 

@@ -1,8 +1,8 @@
-#include "wire/opcode.h"
+#include "ndnic/wire/opcode.h"
 
 #include <array>
 
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::wire {
 namespace {

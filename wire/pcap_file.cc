@@ -1,4 +1,4 @@
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 #include <chrono>
 #include <cstring>

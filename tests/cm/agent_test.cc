@@ -17,15 +17,15 @@
 #include <thread>
 
 #include "cm/agent.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/cm/pair.h"
 #include "tests/fixtures/node_pair.h"
 #include "wire/cm_mad.h"
-#include "wire/headers.h"
-#include "wire/opcode.h"
-#include "wire/packet.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/headers.h"
+#include "ndnic/wire/opcode.h"
+#include "ndnic/wire/packet.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace ndnic::cm::testing {
 namespace {

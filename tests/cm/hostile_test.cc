@@ -25,17 +25,17 @@
 #include <vector>
 
 #include "cm/agent.h"
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "nd_frontend/objects.h"
 #include "nd_frontend/status.h"
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "pmd_glue/arp.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tests/cm/pair.h"
 #include "tests/fixtures/node_pair.h"
 #include "wire/cm_mad.h"
-#include "wire/headers.h"
-#include "wire/packet.h"
+#include "ndnic/wire/headers.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::cm::testing {
 namespace {

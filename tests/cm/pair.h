@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "cm/agent.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 
 namespace ndnic::cm::testing {
 

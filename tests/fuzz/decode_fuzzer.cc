@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "wire/packet.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/packet.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace {
 

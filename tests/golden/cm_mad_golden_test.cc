@@ -13,7 +13,7 @@
 
 #include "tests/golden/golden_captures.h"
 #include "wire/cm_mad.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace ndnic::test {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace ndnic::test {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::test {
 

@@ -19,10 +19,10 @@
 #include <gtest/gtest.h>
 
 #include "cm/cm.h"
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "nd_frontend/status.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/drive_mode.h"
 #include "tests/fixtures/node_pair.h"
 

@@ -11,12 +11,12 @@
 
 #include <gtest/gtest.h>
 
-#include "nd_frontend/nd.h"
-#include "nd_frontend/ndnic_ext.h"
+#include "ndnic/nd.h"
+#include "ndnic/ndnic_ext.h"
 #include "nd_frontend/testing.h"
 #include "nic/fault.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/drive_mode.h"
 #include "tests/fixtures/node_pair.h"
 

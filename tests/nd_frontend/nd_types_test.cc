@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <set>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "nd_frontend/status.h"
 
 namespace {

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "nic/backoff.h"
+#include "ndnic/backoff.h"
 
 namespace ndnic::nic {
 namespace {

@@ -15,7 +15,7 @@
 #include <rte_mbuf.h>
 
 #include "tests/fixtures/two_nodes.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::nic::testing {
 namespace {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "nic/fault.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tests/fixtures/packet_builder.h"
-#include "wire/opcode.h"
-#include "wire/packet.h"
+#include "ndnic/wire/opcode.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::nic {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "tests/fixtures/two_nodes.h"
-#include "wire/packet.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/packet.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace ndnic::nic::testing {
 namespace {

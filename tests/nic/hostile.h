@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "tests/fixtures/two_nodes.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::nic::testing {
 

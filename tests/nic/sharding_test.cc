@@ -6,8 +6,8 @@
 #include <tuple>
 #include <chrono>
 
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/fixtures/node_pair.h"
 #include "tests/fixtures/two_nodes.h"
 

@@ -8,8 +8,8 @@
 
 #include <rte_ether.h>
 
-#include "pmd_glue/pmd_glue.h"
-#include "wire/packet.h"
+#include "ndnic/port.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::itest {
 

@@ -23,9 +23,9 @@
 #include <rte_ether.h>
 #include <rte_mbuf.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tests/pmd_glue/frames.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace {
 

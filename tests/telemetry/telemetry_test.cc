@@ -17,10 +17,10 @@
 #include <rte_ether.h>
 #include <rte_mbuf.h>
 
-#include "telemetry/telemetry.h"
+#include "ndnic/telemetry.h"
 #include "tests/fixtures/two_nodes.h"
 #include "tests/telemetry/client.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::telemetry::testing {
 namespace {

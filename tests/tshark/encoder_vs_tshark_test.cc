@@ -10,7 +10,7 @@
 #include <random>
 
 #include "tests/tshark/tshark_expect.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace ndnic::test {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tests/tshark/tshark_runner.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::test {
 

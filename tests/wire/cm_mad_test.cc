@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "wire/cm_mad.h"
-#include "wire/headers.h"
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::wire::cm {
 namespace {

@@ -6,7 +6,7 @@
 #include "tests/fixtures/packet_builder.h"
 #include "wire/icrc.h"
 #include "wire/icrc_prefix.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
 namespace {

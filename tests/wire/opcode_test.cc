@@ -1,8 +1,8 @@
 // The opcode table against IBTA vol. 1 table 38 and section 9.3's header layouts.
 #include <gtest/gtest.h>
 
-#include "wire/headers.h"
-#include "wire/opcode.h"
+#include "ndnic/wire/headers.h"
+#include "ndnic/wire/opcode.h"
 
 namespace ndnic::wire {
 namespace {

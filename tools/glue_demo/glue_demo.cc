@@ -19,8 +19,8 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
-#include "pmd_glue/pmd_glue.h"
-#include "wire/packet.h"
+#include "ndnic/port.h"
+#include "ndnic/wire/packet.h"
 
 namespace {
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/halt.h"
 
 namespace ndnic::nd_app {

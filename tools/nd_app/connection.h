@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "nd_frontend/ndnic_ext.h"
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndnic_ext.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/actor.h"
 
 namespace ndnic::nd_app {

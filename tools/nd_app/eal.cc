@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nd_app {
 

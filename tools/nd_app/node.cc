@@ -10,8 +10,8 @@
 #include <cstdio>
 
 #include "cm/cm.h"
-#include "nd_frontend/nd.h"
-#include "telemetry/telemetry.h"
+#include "ndnic/nd.h"
+#include "ndnic/telemetry.h"
 #include "tools/nd_app/status.h"
 
 namespace ndnic::nd_app {

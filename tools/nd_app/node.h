@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/ndspi.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 
 namespace ndnic::nd_app {
 

@@ -1,6 +1,6 @@
 #include "tools/nd_app/reaper.h"
 
-#include "nic/backoff.h"
+#include "ndnic/backoff.h"
 
 namespace ndnic::nd_app {
 namespace {

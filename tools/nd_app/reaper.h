@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/actor.h"
 
 namespace ndnic::nd_app {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nd_app {
 

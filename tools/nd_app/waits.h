@@ -8,7 +8,7 @@
 #include <memory>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nd_app {
 

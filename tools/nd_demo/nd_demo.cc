@@ -18,7 +18,7 @@
 #include <csignal>
 #include <cstdio>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/nd_app/eal.h"
 #include "tools/nd_app/lcores.h"
 #include "tools/nd_demo/options.h"

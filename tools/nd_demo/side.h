@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/actor.h"
 #include "tools/nd_app/arguments.h"
 #include "tools/nd_app/connection.h"

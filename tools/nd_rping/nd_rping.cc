@@ -9,7 +9,7 @@
 // makes ND calls, as an application would.
 #include <cstdio>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/nd_app/eal.h"
 #include "tools/nd_app/node.h"
 #include "tools/nd_rping/rping.h"

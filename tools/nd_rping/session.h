@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/actor.h"
 #include "tools/nd_app/connection.h"
 #include "tools/nd_app/halt.h"

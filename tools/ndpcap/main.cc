@@ -6,7 +6,7 @@
 
 #include "tools/ndpcap/frame_report.h"
 #include "tools/ndpcap/report_format.h"
-#include "wire/pcap_file.h"
+#include "ndnic/wire/pcap_file.h"
 
 namespace {
 

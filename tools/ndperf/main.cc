@@ -17,7 +17,7 @@
 
 #include <rte_lcore.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/nd_app/eal.h"
 #include "tools/nd_app/halt.h"
 #include "tools/ndperf/launch.h"

@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/ndperf/catalog.h"
 #include "tools/ndperf/options.h"
 

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 #include "tools/nd_app/actor.h"
 #include "tools/nd_app/connection.h"
 #include "tools/nd_app/halt.h"

@@ -11,7 +11,7 @@
 
 #include <rte_lcore.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/nd_app/lcores.h"
 #include "tools/nd_app/node.h"
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 
 namespace ndnic::raw_qp {
 

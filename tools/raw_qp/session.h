@@ -12,7 +12,7 @@
 #include <functional>
 #include <string>
 
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "tools/raw_qp/engine_port.h"
 #include "tools/raw_qp/gid.h"
 

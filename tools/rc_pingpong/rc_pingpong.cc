@@ -9,7 +9,7 @@
 // segment (--ip) and answers ARP for it. The TCP side channel uses the host's sockets.
 #include <cstdio>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/rc_pingpong/exchange.h"
 #include "tools/rc_pingpong/options.h"
 #include "tools/rc_pingpong/session.h"

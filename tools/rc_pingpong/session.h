@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "tools/raw_qp/session.h"
 #include "tools/rc_pingpong/exchange.h"
 #include "tools/rc_pingpong/options.h"

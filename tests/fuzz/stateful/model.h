@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "nic/memory.h"
-#include "nic/verbs.h"
+#include "ndnic/verbs.h"
 
 namespace ndnic::fuzz {
 

@@ -49,12 +49,12 @@
 #include <vector>
 
 #include "nic/engine.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/fuzz/stateful/model.h"
 #include "tests/fuzz/stateful/program.h"
 #include "wire/icrc.h"
-#include "wire/packet.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::fuzz {
 namespace {

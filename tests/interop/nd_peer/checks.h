@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nd_peer {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tests/interop/nd_peer/checks.h"
 #include "tests/interop/nd_peer/peer.h"
 #include "tests/interop/nd_peer/scenarios.h"

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "nd_frontend/ndnic_ext.h"
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndnic_ext.h"
+#include "ndnic/ndspi.h"
 #include "tests/interop/nd_peer/protocol.h"
 
 namespace ndnic::nd_peer {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "nic/fault.h"
-#include "nic/nic.h"
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/nic.h"
+#include "ndnic/port.h"
 #include "tests/nic/xproc/scenario.h"
 #include "tests/nic/xproc/side_channel.h"
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "nic/verbs.h"
+#include "ndnic/verbs.h"
 
 namespace ndnic::nic::xproc {
 

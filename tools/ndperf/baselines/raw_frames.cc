@@ -9,7 +9,7 @@
 #include <rte_pause.h>
 #include <rte_udp.h>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 
 namespace ndnic::ndperf {
 namespace {

@@ -16,7 +16,7 @@
 
 #include <rte_pause.h>
 
-#include "nic/backoff.h"
+#include "ndnic/backoff.h"
 #include "tools/ndperf/nd/halves.h"
 #include "tools/ndperf/pattern.h"
 #include "tools/ndperf/progress.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "nd_frontend/nd.h"
+#include "ndnic/nd.h"
 #include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndperf {

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "pmd_glue/pmd_glue.h"
+#include "ndnic/port.h"
 #include "tools/ndperf/options.h"
 #include "tools/ndperf/perftest/figures.h"
 #include "tools/ndperf/perftest/oob.h"

@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "nic/nic.h"
+#include "ndnic/nic.h"
 #include "tools/ndperf/perftest/figures.h"
 #include "tools/ndperf/perftest/oob.h"
 #include "tools/ndperf/perftest/options.h"

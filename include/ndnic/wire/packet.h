@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "wire/headers.h"
-#include "wire/opcode.h"
+#include "ndnic/wire/headers.h"
+#include "ndnic/wire/opcode.h"
 
 namespace ndnic::wire {
 

@@ -11,7 +11,7 @@
 // device's workers, as ND v2 ties a CQ to a processor affinity.
 #pragma once
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 /// {26701BEE-460B-4EB4-BC48-AB7E798A0B01}
 constexpr IID IID_INDEndpointExt = {0x26701BEE, 0x460B, 0x4EB4, {0xBC, 0x48, 0xAB, 0x7E, 0x79, 0x8A, 0x0B, 0x01}};

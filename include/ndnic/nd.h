@@ -3,7 +3,7 @@
 // address with NdOpenV1Adapter, as with any ND provider.
 #pragma once
 
-#include "nd_frontend/ndspi.h"
+#include "ndnic/ndspi.h"
 
 namespace ndnic::nic {
 class Device;

@@ -13,7 +13,7 @@
 #include <rte_ether.h>
 #include <rte_mbuf_core.h>
 
-#include "pmd_glue/counters.h"
+#include "ndnic/counters.h"
 
 struct rte_mbuf;
 struct rte_mempool;

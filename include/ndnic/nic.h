@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "nic/verbs.h"
-#include "pmd_glue/counters.h"
-#include "wire/packet.h"
+#include "ndnic/verbs.h"
+#include "ndnic/counters.h"
+#include "ndnic/wire/packet.h"
 
 namespace ndnic::glue {
 class Port;
