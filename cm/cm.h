@@ -1,6 +1,7 @@
 // The IB CM's vocabulary, shared by the agent's API (agent.h) and the state machine under it:
 // connection states, the events an application hears, an incoming request, the parameters of
-// connect() and accept(), the agent's configuration. Pure C++: no DPDK, no device.
+// connect() and accept(). The agent's configuration is public (ndnic/cm_config.h), as the
+// application passes it to nd::register_adapter. Pure C++: no DPDK, no device.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "ndnic/cm_config.h"
 #include "wire/cm_mad.h"
 
 namespace ndnic::nic {
@@ -39,30 +41,6 @@ enum class State : uint8_t {
   kTimewait,      ///< over; kept a while to answer the peer's retransmissions
 };
 const char* state_name(State s);
-
-struct Config {
-  // Defaults are rdma_cm's (cma.c); tests shrink them.
-  uint8_t cm_response_timeout = 20;  ///< CMA_CM_RESPONSE_TIMEOUT: 4.096 us * 2^20 = 4.3 s
-  uint8_t max_cm_retries = 15;       ///< CMA_MAX_CM_RETRIES
-  uint8_t packet_life_time = 18;     ///< CMA_IBOE_PACKET_LIFETIME (the RoCE path record's)
-  uint8_t ack_timeout = 14;          ///< the path's local ACK timeout: the RC QPs' transport timer
-  uint8_t retry_count = 7;           ///< RC transport retries, in the REQ
-  uint8_t rnr_retry_count = 7;       ///< RNR retries we ask of the peer (REQ/REP); 7 = infinite
-  uint32_t path_mtu = 1024;          ///< largest MTU we offer / accept (rxe on a 1500-byte netdev)
-  uint8_t hop_limit = 64;
-  uint32_t recv_depth = 64;          ///< MAD receives kept posted on QP1
-  uint32_t send_depth = 64;          ///< MADs in flight on QP1
-  /// Connection records (TIMEWAIT ones included) past which a REQ is dropped unanswered, so
-  /// that a REQ flood cannot grow the agent's state without bound. At the cap the oldest
-  /// TIMEWAIT record makes room first. connect() is not held to it: the application's own.
-  uint32_t max_connections = 4096;
-  /// A request nobody accepts or rejects is refused (REJ "timeout") after the REQ's sender would
-  /// have given up on it, but never later than this.
-  uint32_t max_request_wait_ms = 60000;
-  /// Test hook: a MAD for which this returns true is not sent (counted as dropped). Runs under
-  /// the agent's lock: it must not call the agent.
-  std::function<bool(const wire::cm::CmMad&)> drop_tx;
-};
 
 enum class EventKind : uint8_t {
   kConnectResponse,  ///< active, defer_rtu: REP in, QP in RTR; call complete_connect()

@@ -3,6 +3,7 @@
 // address with NdOpenV1Adapter, as with any ND provider.
 #pragma once
 
+#include "ndnic/cm_config.h"
 #include "ndnic/ndspi.h"
 
 namespace ndnic::nic {
@@ -10,9 +11,6 @@ class Device;
 }
 namespace ndnic::glue {
 class Port;
-}
-namespace ndnic::cm {
-struct Config;
 }
 
 namespace ndnic::nd {

@@ -67,3 +67,11 @@ struct INDAdapterExt : INDAdapter {
   /// Worker % GetWorkerCount().
   virtual HRESULT CreateCompletionQueueOnWorker(SIZE_T nEntries, ULONG Worker, INDCompletionQueue** ppCq) = 0;
 };
+
+namespace ndnic::nd {
+
+/// NTSTATUS STATUS_BAD_NETWORK_NAME, which no ND header names: the SDK's provider tests
+/// (ndmemorytest NdInvalidIP) expect it from Connect to the unspecified address 0.0.0.0.
+constexpr HRESULT STATUS_BAD_NETWORK_NAME = ::nd_status(0xC00000CC);
+
+}  // namespace ndnic::nd

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "cm/cm.h"
 #include "ndnic/nd.h"
 #include "ndnic/telemetry.h"
 #include "tools/nd_app/status.h"

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "nd_frontend/status.h"
+#include "ndnic/ndnic_ext.h"
 
 namespace ndnic::nd_app {
 

@@ -1,6 +1,6 @@
 // nd_peer: ndnic's side of the verbs interop scenarios (tests/interop/cases/verbs.sh) against
-// verbs_peer on Linux rxe, written only against the ND v1 API (nd_frontend/ndspi.h,
-// NdOpenV1Adapter) and ndnic's extension (nd_frontend/ndnic_ext.h); the protocol is in
+// verbs_peer on Linux rxe, written only against the ND v1 API (ndnic/ndspi.h,
+// NdOpenV1Adapter) and ndnic's extension (ndnic/ndnic_ext.h); the protocol is in
 // protocol.h.
 //
 //   nd_peer [EAL args] -- --server|--client HOST --scenario NAME-WHO [-p PORT]
