@@ -86,10 +86,7 @@ class BwClient {
       Row row;
       bool stop = false;
       if (!measure(size, &row, &stop) || !sync(size) || !verify(size)) return false;
-      if (lead) {
-        print_row(p_.test, row);
-        env_.result->rows.push_back(row);
-      }
+      if (lead) keep_row(p_, env_, row);
       if (stop) break;
     }
     if (lead) print_end();
@@ -128,11 +125,10 @@ class BwClient {
         finished = finished && q.completed == q.posted && (stopping || q.posted == iters);
       }
       if (finished) break;
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops) {
         if (op->kind == OpKind::kData) {
           if (!s_.succeeded(op, std::string(name(p_.test)) + " " + size_text(size) + ": request " +
                                     std::to_string(op->seq + 1)))
@@ -145,12 +141,7 @@ class BwClient {
         }
       }
       meter.sample(done);
-      const uint64_t now = now_tsc();
-      if (p_.group == 0 && progress.due(now)) {
-        char fig[64];
-        std::snprintf(fig, sizeof fig, "%.2f Gb/s", double(done) * size * 8 / 1e9 / meter.seconds());
-        progress.print(now, done, fig);
-      }
+      if (p_.group == 0) progress.show_bw(meter, done);
     }
     *row = meter.finish(size, done, 2ull * depth_ * nqp_);
     for (Qp& q : qps_) q.total += q.completed;
@@ -234,8 +225,7 @@ class BwClient {
       case OpKind::kCheck: return s_.succeeded(op, "FetchAndAdd (check)");
       default:
         // Unsignaled requests are reported only when they fail.
-        return s_.succeeded(op, std::string(name(p_.test)) + ": an unsignaled request") &&
-               s_.fail("an unexpected result");
+        return s_.unexpected(op, std::string(name(p_.test)) + ": an unsignaled request");
     }
   }
 
@@ -250,11 +240,11 @@ class BwClient {
       bool all = true;
       for (Qp& q : qps_) all = all && q.answered;
       if (all) break;
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++)
-        if (!control(op_of(out[j]))) return false;
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops)
+        if (!control(op)) return false;
     }
     for (Qp& q : qps_)
       if (q.bad)
@@ -352,42 +342,21 @@ class BwServer {
   };
 
   bool serve() {
-    const std::vector<uint32_t> sz = sizes(p_);
-    size_t round = 0;
-    uint32_t syncs = 0;
-    while (round < sz.size()) {
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv)
-          return s_.succeeded(op, "a control message") && s_.fail("an unexpected result");
-        // The client disconnected. Between two sizes it stopped early (Ctrl-C): a clean end.
-        if (op->Status == ND_CANCELED && syncs == 0) return s_.wait_disconnect();
-        if (!s_.succeeded(op, "receive")) return false;
-        const SIZE_T len = op->BytesTransferred;
-        if (len == 0) {
-          syncs++;
-        } else if (op->kind != OpKind::kDataRecv || len != sz[round]) {
-          return s_.fail("a " + std::to_string(len) + "-byte message where " + name(p_.test) + " sends " +
-                         std::to_string(sz[round]));
-        }
-        if (!(op->kind == OpKind::kDataRecv ? post_data_recv(s_, op, data_recv_len(p_)) : post_ctrl_recv(s_, op)))
-          return false;
-        if (send_ && ++qps_[op->qp].since_grant == grant_) {
-          qps_[op->qp].since_grant = 0;
-          const uint32_t grant = grant_;
-          if (!send_ctrl(s_, qps_[op->qp].ctrl, kCreditSlot, &grant, kCreditLen)) return false;
-        }
+    auto received = [&](Op* op, uint32_t size) {
+      const SIZE_T len = op->BytesTransferred;
+      if (len != 0 && (op->kind != OpKind::kDataRecv || len != size))
+        return s_.fail("a " + std::to_string(len) + "-byte message where " + name(p_.test) + " sends " +
+                       std::to_string(size));
+      if (!repost(s_, p_, op)) return false;
+      if (send_ && ++qps_[op->qp].since_grant == grant_) {
+        qps_[op->qp].since_grant = 0;
+        const uint32_t grant = grant_;
+        if (!send_ctrl(s_, qps_[op->qp].ctrl, kCreditSlot, &grant, kCreditLen)) return false;
       }
-      if (syncs == nqp_) {
-        if (!answer(sz[round])) return false;
-        round++;
-        syncs = 0;
-      }
-    }
-    return s_.wait_disconnect();
+      return true;
+    };
+    return serve_sizes(s_, p_, nqp_, "a control message", received, [](uint32_t) { return true; },
+                       [&](uint32_t size) { return answer(size); });
   }
 
   /// Every QP's SYNC is in: the size's data is complete. Check it, clear it for the next

@@ -44,6 +44,10 @@ bool post_data_recv(Session& s, Op* op, size_t len) {
   return s.posted(s.ep(op->qp)->Receive(op, &sge, 1), "Receive");
 }
 
+bool repost(Session& s, const Plan& p, Op* op) {
+  return op->kind == OpKind::kDataRecv ? post_data_recv(s, op, data_recv_len(p)) : post_ctrl_recv(s, op);
+}
+
 bool send_ctrl(Session& s, Control& c, uint32_t slot, const void* data, size_t len) {
   const size_t off = s.control_out(c.send.qp, slot);
   std::memcpy(s.buf() + off, data, len);

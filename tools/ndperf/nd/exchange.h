@@ -55,6 +55,9 @@ bool post_ctrl_recvs(Session& s, Control& c);
 size_t data_recv_len(const Plan& p);
 /// A receive into the recv area (offset 0) of up to `len` bytes.
 bool post_data_recv(Session& s, Op* op, size_t len);
+/// Posts a receive that completed again where it was: a data receive of data_recv_len(p), or a
+/// control receive in its slot.
+bool repost(Session& s, const Plan& p, Op* op);
 /// A control message from slot `slot` of the QP's outgoing control area, unsignaled.
 bool send_ctrl(Session& s, Control& c, uint32_t slot, const void* data, size_t len);
 /// A zero-byte Send (a SYNC or its good answer), unsignaled.
@@ -70,6 +73,39 @@ bool accept_all(Session& s, const Plan& first, const Depths& d, const std::funct
 /// Client: connects the test's QPs.
 bool connect_all(Session& s, const ClientEnv& env, const Plan& plan, const Depths& d,
                  const std::function<bool(uint32_t)>& post);
+/// Server: reaps until every QP's SYNC of each size of the plan has come in. Every result must
+/// be a receive (otherwise `other` names what failed, or the result was unexpected), and one
+/// canceled before a size's first SYNC is the client's clean early end (Ctrl-C: it
+/// disconnected between two sizes). Each successful receive, a SYNC (zero bytes, counted here)
+/// or not, goes to `received(op, size)`, which checks it and posts it again; `burst(size)` runs
+/// after each burst of results, and `answer(size)` once every QP's SYNC of the size is in.
+template <class Received, class Burst, class Answer>
+bool serve_sizes(Session& s, const Plan& p, uint32_t nqp, const char* other, Received received, Burst burst,
+                 Answer answer) {
+  const std::vector<uint32_t> sz = sizes(p);
+  size_t round = 0;
+  uint32_t syncs = 0;
+  while (round < sz.size()) {
+    Op* room[Session::kMaxReap];
+    const std::span<Op*> ops = s.reap_ops(room);
+    if (ops.empty()) return false;
+    for (Op* op : ops) {
+      if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) return s.unexpected(op, other);
+      if (op->Status == ND_CANCELED && syncs == 0) return s.wait_disconnect();
+      if (!s.succeeded(op, "receive")) return false;
+      if (op->BytesTransferred == 0) syncs++;
+      if (!received(op, sz[round])) return false;
+    }
+    if (!burst(sz[round])) return false;
+    if (syncs == nqp) {
+      if (!answer(sz[round])) return false;
+      round++;
+      syncs = 0;
+    }
+  }
+  return s.wait_disconnect();
+}
+
 /// Reaps until `n` Setup messages came in (the first on each QP), each on a receive of kind
 /// kCtrlRecv or kDataRecv, which `repost` posts again.
 bool wait_setups(Session& s, uint32_t n, std::vector<Setup>* setups, const std::function<bool(Op*)>& repost);

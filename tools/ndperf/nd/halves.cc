@@ -20,5 +20,10 @@ void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, ui
   print_banner(p.test, b);
 }
 
+void keep_row(const Plan& p, ClientEnv& env, const Row& row) {
+  print_row(p.test, row);
+  env.result->rows.push_back(row);
+}
+
 
 }  // namespace ndnic::ndperf

@@ -22,5 +22,7 @@ bool sendinv_server(Session& s, const Plan& p);
 /// The banner every client half prints before its first row; `note` adds a line.
 void print_test_banner(const Session& s, const Plan& p, const ClientEnv& env, uint32_t cq_moderation,
                        const std::string& note = "");
+/// A size's row: printed under the banner and kept in env.result.
+void keep_row(const Plan& p, ClientEnv& env, const Row& row);
 
 }  // namespace ndnic::ndperf

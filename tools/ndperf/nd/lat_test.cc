@@ -46,6 +46,29 @@ std::string size_text(uint32_t size) { return std::to_string(size) + " B"; }
 
 DWORD window_rights(Test t) { return t == Test::kReadLat ? ND_OP_FLAG_ALLOW_READ : ND_OP_FLAG_ALLOW_WRITE; }
 
+/// Either end's receives on its one QP: control receives (through ReceiveExt for write_lat
+/// with events, to see the Writes with immediate) and send_lat's data receives.
+struct Receives {
+  Control ctrl;
+  std::vector<Op> data;
+
+  /// The session's CQ, and the receives ready to post.
+  bool create(Session& s, const Plan& p, bool imm) {
+    const bool send = p.test == Test::kSendLat;
+    if (!s.create_cq(2 * (kCtrlRecvs + kCtrlSends + 2))) return false;
+    ctrl.init(0, send ? 0 : kCtrlRecvs, imm);
+    data.assign(send ? kDataRecvs : 0, Op{});
+    return true;
+  }
+  /// Posts them all (before the connection is established).
+  bool post(Session& s, const Plan& p) {
+    for (Op& op : data)
+      if (!post_data_recv(s, &op, data_recv_len(p))) return false;
+    return post_ctrl_recvs(s, ctrl);
+  }
+};
+constexpr Depths kDepths{kCtrlRecvs, kCtrlSends + 2};
+
 // ---- client -----------------------------------------------------------------------------
 
 class LatClient {
@@ -54,19 +77,11 @@ class LatClient {
       : s_(s), p_(p), env_(env), o_(s.options()), imm_(p.test == Test::kWriteLat && o_.events) {}
 
   bool run() {
-    const bool send = p_.test == Test::kSendLat;
-    if (!s_.create_cq(2 * (kCtrlRecvs + kCtrlSends + 2))) return false;
-    ctrl_.init(0, send ? 0 : kCtrlRecvs, imm_);
-    data_.assign(send ? kDataRecvs : 0, Op{});
+    if (!recvs_.create(s_, p_, imm_)) return false;
     op_.kind = OpKind::kData;
-    auto post = [&](uint32_t) {
-      for (Op& op : data_)
-        if (!post_data_recv(s_, &op, data_recv_len(p_))) return false;
-      return post_ctrl_recvs(s_, ctrl_);
-    };
-    if (!connect_all(s_, env_, p_, {kCtrlRecvs, kCtrlSends + 2}, post)) return false;
+    if (!connect_all(s_, env_, p_, kDepths, [&](uint32_t) { return recvs_.post(s_, p_); })) return false;
     std::vector<Setup> setups;
-    if (!wait_setups(s_, 1, &setups, [&](Op* op) { return repost(op); })) return false;
+    if (!wait_setups(s_, 1, &setups, [&](Op* op) { return repost(s_, p_, op); })) return false;
     peer_ = setups[0].window;
     uint8_t* recv = s_.buf() + s_.layout().recv();
     std::memset(recv, 0, p_.last_size);
@@ -78,7 +93,7 @@ class LatClient {
       if (!mw || !bind_wait(s_, 0, mw, s_.layout().recv(), p_.last_size, ND_OP_FLAG_ALLOW_WRITE, &mine.window))
         return false;
       encode(mine, msg);
-      if (!send_ctrl(s_, ctrl_, kSetupSlot, msg, sizeof msg)) return false;
+      if (!send_ctrl(s_, recvs_.ctrl, kSetupSlot, msg, sizeof msg)) return false;
     }
     fill_pattern(s_.buf() + s_.layout().send(), p_.last_size, pattern_seed(p_.test, Direction::kToServer));
     print_test_banner(s_, p_, env_, 0, imm_ ? "Writes with immediate data (events: they wake the peer)" : "");
@@ -86,8 +101,7 @@ class LatClient {
       LatencyRecorder ticks;
       if (!measure(size, &ticks) || !verify(size, ticks.count()) || !sync(size)) return false;
       const Row row = ticks.row(size, half_rtt(p_.test) ? 2.0 : 1.0);
-      print_row(p_.test, row);
-      env_.result->rows.push_back(row);
+      keep_row(p_, env_, row);
       if (nd_app::sigint_requested()) break;
     }
     print_end();
@@ -95,10 +109,6 @@ class LatClient {
   }
 
  private:
-  bool repost(Op* op) {
-    return op->kind == OpKind::kDataRecv ? post_data_recv(s_, op, data_recv_len(p_)) : post_ctrl_recv(s_, op);
-  }
-
   bool measure(uint32_t size, LatencyRecorder* ticks) {
     const uint64_t iters = iterations(o_, p_.test, size);
     Progress progress(p_.test, size, o_.duration_s);
@@ -108,12 +118,7 @@ class LatClient {
       if (!one(size, i)) return false;
       const uint64_t end = now_tsc();
       ticks->add(end - start);
-      if (progress.due(end)) {
-        char fig[64];
-        std::snprintf(fig, sizeof fig, "t_avg %.2f usec",
-                      tsc_to_us(uint64_t(ticks->sum())) / double(i + 1) / (half_rtt(p_.test) ? 2 : 1));
-        progress.print(end, i + 1, fig);
-      }
+      progress.show_lat(end, i + 1, ticks->sum(), half_rtt(p_.test) ? 2 : 1);
     }
     return true;
   }
@@ -153,18 +158,17 @@ class LatClient {
   /// send_lat: the pong.
   bool wait_data(uint32_t size) {
     for (;;) {
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
       bool got = false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kDataRecv) return s_.succeeded(op, "Send") && s_.fail("an unexpected result");
+      for (Op* op : ops) {
+        if (op->kind != OpKind::kDataRecv) return s_.unexpected(op, "Send");
         if (op->Status == ND_CANCELED) return s_.fail("the server went away (receive canceled)");
         if (!s_.succeeded(op, "receive")) return false;
         if (op->BytesTransferred != size)
           return s_.fail("a " + std::to_string(op->BytesTransferred) + "-byte pong to a " + size_text(size) + " ping");
-        if (!repost(op)) return false;
+        if (!repost(s_, p_, op)) return false;
         got = true;
       }
       if (got) return true;
@@ -185,12 +189,11 @@ class LatClient {
   /// write_lat with events: the receive the server's Write with immediate consumed.
   bool wait_write_imm(uint32_t size, uint8_t want) {
     for (;;) {
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kCtrlRecv) return s_.succeeded(op, "Write") && s_.fail("an unexpected result");
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops) {
+        if (op->kind != OpKind::kCtrlRecv) return s_.unexpected(op, "Write");
         if (op->Status == ND_CANCELED) return s_.fail("the server went away (receive canceled)");
         if (!s_.succeeded(op, "receive")) return false;
         if (!(op->Flags & NDNIC_RESULT_WRITE) || op->BytesTransferred != size || op->ImmediateData != want)
@@ -244,20 +247,18 @@ class LatClient {
   }
 
   bool sync(uint32_t size) {
-    if (!send_empty(s_, ctrl_)) return false;
+    if (!send_empty(s_, recvs_.ctrl)) return false;
     for (;;) {
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv)
-          return s_.succeeded(op, "a request") && s_.fail("an unexpected result");
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops) {
+        if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) return s_.unexpected(op, "a request");
         if (!s_.succeeded(op, "receiving the SYNC answer")) return false;
         if (op->BytesTransferred == kSyncBad)
           return s_.fail(std::string(name(p_.test)) + " " + size_text(size) + ": the server found the data wrong");
         if (op->BytesTransferred != 0) return s_.fail("a message where the SYNC answer belongs");
-        return repost(op);
+        return repost(s_, p_, op);
       }
     }
   }
@@ -267,8 +268,7 @@ class LatClient {
   ClientEnv& env_;
   const Options& o_;
   const bool imm_;  ///< write_lat with events: Writes with immediate data
-  Control ctrl_;
-  std::vector<Op> data_;
+  Receives recvs_;  ///< on the one QP
   Op op_, invalidated_;
   ND_MW_DESCRIPTOR peer_{};
 };
@@ -282,16 +282,9 @@ class LatServer {
 
   bool run() {
     const bool send = p_.test == Test::kSendLat;
-    if (!s_.create_cq(2 * (kCtrlRecvs + kCtrlSends + 2))) return false;
-    ctrl_.init(0, send ? 0 : kCtrlRecvs, imm_);
-    data_.assign(send ? kDataRecvs : 0, Op{});
+    if (!recvs_.create(s_, p_, imm_)) return false;
     invalidated_.kind = OpKind::kInvalidate;
-    auto post = [&](uint32_t) {
-      for (Op& op : data_)
-        if (!post_data_recv(s_, &op, data_recv_len(p_))) return false;
-      return post_ctrl_recvs(s_, ctrl_);
-    };
-    if (!accept_all(s_, p_, {kCtrlRecvs, kCtrlSends + 2}, post)) return false;
+    if (!accept_all(s_, p_, kDepths, [&](uint32_t) { return recvs_.post(s_, p_); })) return false;
     uint8_t* recv = s_.buf() + s_.layout().recv();
     if (p_.test == Test::kReadLat)
       fill_pattern(recv, p_.last_size, pattern_seed(p_.test, Direction::kToClient));
@@ -306,7 +299,7 @@ class LatServer {
     }
     uint8_t msg[kSetupLen];
     encode(setup, msg);
-    if (!send_ctrl(s_, ctrl_, kSetupSlot, msg, sizeof msg)) return false;
+    if (!send_ctrl(s_, recvs_.ctrl, kSetupSlot, msg, sizeof msg)) return false;
     if (p_.test == Test::kWriteLat) {
       std::vector<Setup> theirs;
       if (!wait_setups(s_, 1, &theirs, [&](Op* op) { return post_ctrl_recv(s_, op); })) return false;
@@ -316,10 +309,6 @@ class LatServer {
   }
 
  private:
-  bool repost(Op* op) {
-    return op->kind == OpKind::kDataRecv ? post_data_recv(s_, op, data_recv_len(p_)) : post_ctrl_recv(s_, op);
-  }
-
   bool serve() {
     const std::vector<uint32_t> sz = sizes(p_);
     nic::Backoff backoff;
@@ -349,15 +338,14 @@ class LatServer {
         }
         for (size_t j = 0; j < k && !synced; j++) {
           Op* op = op_of(out[j]);
-          if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv)
-            return s_.succeeded(op, "a request") && s_.fail("an unexpected result");
+          if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) return s_.unexpected(op, "a request");
           // The client disconnected. Between two sizes it stopped early (Ctrl-C): a clean end.
           if (op->Status == ND_CANCELED && pings == 0) return s_.wait_disconnect();
           if (!s_.succeeded(op, "receive")) return false;
           const SIZE_T len = op->BytesTransferred;
           const bool write_imm = imm_ && (op->Flags & NDNIC_RESULT_WRITE);
           const uint32_t imm = op->ImmediateData;
-          if (!repost(op)) return false;
+          if (!repost(s_, p_, op)) return false;
           if (write_imm) {
             if (len != sz[round] || imm != tag(pings)) return s_.fail("a Write with immediate out of turn");
             if (!watch_write(sz[round], &pings)) return false;
@@ -365,7 +353,7 @@ class LatServer {
             synced = true;
           } else if (op->kind == OpKind::kDataRecv && len == sz[round]) {
             const ND_SGE sge = s_.sge(s_.layout().send(), len);
-            if (!s_.posted(s_.ep(0)->Send(&ctrl_.send, &sge, 1, ND_OP_FLAG_SILENT_SUCCESS), "Send (pong)"))
+            if (!s_.posted(s_.ep(0)->Send(&recvs_.ctrl.send, &sge, 1, ND_OP_FLAG_SILENT_SUCCESS), "Send (pong)"))
               return false;
             pings++;
           } else {
@@ -390,11 +378,11 @@ class LatServer {
     const ND_SGE sge = s_.sge(s_.layout().send(), size);
     if (imm_) {
       INDEndpointExt* x = s_.ext(0);
-      if (!x || !s_.posted(x->WriteWithImmediate(&ctrl_.send, &sge, 1, &peer_, 0, tag(*pings),
+      if (!x || !s_.posted(x->WriteWithImmediate(&recvs_.ctrl.send, &sge, 1, &peer_, 0, tag(*pings),
                                                  ND_OP_FLAG_SILENT_SUCCESS),
                            "WriteWithImmediate"))
         return false;
-    } else if (!s_.posted(s_.ep(0)->Write(&ctrl_.send, &sge, 1, &peer_, 0, ND_OP_FLAG_SILENT_SUCCESS), "Write")) {
+    } else if (!s_.posted(s_.ep(0)->Write(&recvs_.ctrl.send, &sge, 1, &peer_, 0, ND_OP_FLAG_SILENT_SUCCESS), "Write")) {
       return false;
     }
     (*pings)++;
@@ -417,17 +405,16 @@ class LatServer {
       s_.fail(std::string(name(p_.test)) + " " + size_text(size) + ": the last message differs at byte " +
               std::to_string(bad));
       const uint8_t bad_answer = 0xBA;
-      return send_ctrl(s_, ctrl_, kBadSlot, &bad_answer, kSyncBad);
+      return send_ctrl(s_, recvs_.ctrl, kBadSlot, &bad_answer, kSyncBad);
     }
-    return send_empty(s_, ctrl_);
+    return send_empty(s_, recvs_.ctrl);
   }
 
   Session& s_;
   const Plan& p_;
   const bool events_;
   const bool imm_;  ///< write_lat with events: Writes with immediate data
-  Control ctrl_;
-  std::vector<Op> data_;
+  Receives recvs_;  ///< on the one QP
   Op invalidated_;
   ND_MW_DESCRIPTOR peer_{};
 };

@@ -68,8 +68,7 @@ class InvClient {
     for (uint32_t size : sizes(p_)) {
       Row row;
       if (!measure(size, &row) || !sync()) return false;
-      print_row(p_.test, row);
-      env_.result->rows.push_back(row);
+      keep_row(p_, env_, row);
       if (nd_app::sigint_requested()) break;
     }
     print_end();
@@ -148,11 +147,10 @@ class InvClient {
       bool finished = true;
       for (Qp& q : qps_) finished = finished && q.done == q.started;
       if (finished) break;
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops) {
         Qp& q = qps_[op->qp];
         uint32_t w = 0;
         if (op->kind == OpKind::kInvalidate) {
@@ -213,12 +211,11 @@ class InvClient {
       bool all = true;
       for (Qp& q : qps_) all = all && q.answered;
       if (all) return true;
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kCtrlRecv) return s_.succeeded(op, "a request") && s_.fail("an unexpected result");
+      Op* room[kBurst];
+      const std::span<Op*> ops = s_.reap_ops(room);
+      if (ops.empty()) return false;
+      for (Op* op : ops) {
+        if (op->kind != OpKind::kCtrlRecv) return s_.unexpected(op, "a request");
         if (!s_.succeeded(op, "receiving the SYNC answer")) return false;
         if (op->BytesTransferred != 0) return s_.fail("a message where the SYNC answer belongs");
         qps_[op->qp].answered = true;
@@ -256,44 +253,31 @@ class InvServer {
       encode(Setup{}, msg);
       if (!send_ctrl(s_, q.ctrl, kSetupSlot, msg, sizeof msg)) return false;
     }
-    const std::vector<uint32_t> sz = sizes(p_);
-    size_t round = 0;
-    uint32_t syncs = 0;
-    while (round < sz.size()) {
-      ND_RESULT* out[kBurst];
-      const size_t k = s_.reap(out, kBurst);
-      if (k == 0) return false;
-      for (size_t j = 0; j < k; j++) {
-        Op* op = op_of(out[j]);
-        if (op->kind != OpKind::kCtrlRecv)
-          return s_.succeeded(op, "a Write or answer") && s_.fail("an unexpected result");
-        if (op->Status == ND_CANCELED && syncs == 0) return s_.wait_disconnect();  // the client stopped early
-        if (!s_.succeeded(op, "receive")) return false;
-        if (op->BytesTransferred == 0) {
-          syncs++;
-        } else if (op->BytesTransferred == kRequestLen) {
-          Request r;
-          std::memcpy(&r.desc, op->addr, sizeof r.desc);
-          uint32_t be;
-          std::memcpy(&be, op->addr + sizeof r.desc, sizeof be);
-          r.window = ntohl(be);
-          if (r.window >= nwin_) return s_.fail("a request for window " + std::to_string(r.window));
-          qps_[op->qp].pending.push_back(r);
-        } else {
-          return s_.fail("a " + std::to_string(op->BytesTransferred) + "-byte message where sendinv sends requests");
-        }
-        if (!post_ctrl_recv(s_, op)) return false;
+    auto received = [&](Op* op, uint32_t) {
+      if (op->BytesTransferred == kRequestLen) {
+        Request r;
+        std::memcpy(&r.desc, op->addr, sizeof r.desc);
+        uint32_t be;
+        std::memcpy(&be, op->addr + sizeof r.desc, sizeof be);
+        r.window = ntohl(be);
+        if (r.window >= nwin_) return s_.fail("a request for window " + std::to_string(r.window));
+        qps_[op->qp].pending.push_back(r);
+      } else if (op->BytesTransferred != 0) {
+        return s_.fail("a " + std::to_string(op->BytesTransferred) + "-byte message where sendinv sends requests");
       }
+      return post_ctrl_recv(s_, op);
+    };
+    auto burst = [&](uint32_t size) {
       for (uint32_t i = 0; i < nqp_; i++)
-        if (!serve(i, sz[round])) return false;
-      if (syncs == nqp_) {
-        for (Qp& q : qps_)
-          if (!send_empty(s_, q.ctrl)) return false;
-        round++;
-        syncs = 0;
-      }
-    }
-    return s_.wait_disconnect();
+        if (!serve(i, size)) return false;
+      return true;
+    };
+    auto answer = [&](uint32_t) {
+      for (Qp& q : qps_)
+        if (!send_empty(s_, q.ctrl)) return false;
+      return true;
+    };
+    return serve_sizes(s_, p_, nqp_, "a Write or answer", received, burst, answer);
   }
 
  private:

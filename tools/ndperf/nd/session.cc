@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ndnic/nd.h"
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndperf {
@@ -48,10 +49,15 @@ bool Session::succeeded(const ND_RESULT* r, const std::string& what) const {
   return fail(what, r->Status);
 }
 
+std::span<Op*> Session::reap_ops(std::span<Op*> room) {
+  ND_RESULT* got[kMaxReap];
+  const size_t k = reap(got, std::min(room.size(), kMaxReap));
+  for (size_t j = 0; j < k; j++) room[j] = op_of(got[j]);
+  return room.first(k);
+}
+
 bool Session::open() {
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(node_.ipv4());
+  sockaddr_in sa = nd_app::ipv4_sockaddr(node_.ipv4());
   HRESULT hr = NdOpenV1Adapter(reinterpret_cast<const sockaddr*>(&sa), sizeof sa, &adapter_);
   if (FAILED(hr)) return fail("NdOpenV1Adapter(" + nd_app::ipv4_text(node_.ipv4()) + ")", hr);
   OVERLAPPED ov{};

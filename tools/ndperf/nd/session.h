@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,8 @@ class Session {
   using Clock = std::chrono::steady_clock;
 
  public:
+  static constexpr size_t kMaxReap = 64;  ///< reap_ops(): results per call at most
+
   /// `who` ("server", "client") prefixes messages. A patient session (the server's) waits for
   /// results as long as it takes: in a Write or Read test its peer may be busy for minutes
   /// without a result arriving here.
@@ -117,6 +120,9 @@ class Session {
   /// Waits for results and returns 1..n of them; 0 on failure, timeout (the client's:
   /// --timeout without any) or halt, with the reason printed (halted() tells which).
   size_t reap(ND_RESULT** out, size_t n) { return reaper_.reap(out, n); }
+  /// reap() into `room` (kMaxReap at most), each result as the Op it is; empty on failure,
+  /// timeout or halt, as reap().
+  std::span<Op*> reap_ops(std::span<Op*> room);
   /// Whatever results are there now.
   size_t poll(ND_RESULT** out, size_t n) { return reaper_.poll(out, n); }
   bool halted() const { return actor_.halted(); }
@@ -134,6 +140,11 @@ class Session {
   bool posted(HRESULT hr, const char* what) const { return SUCCEEDED(hr) || fail(what, hr); }
   /// A completed request's status: true for ND_SUCCESS, otherwise says what failed.
   bool succeeded(const ND_RESULT* r, const std::string& what) const;
+  /// A result nothing waits for: says what failed if it did (succeeded()), else "an unexpected
+  /// result"; false.
+  bool unexpected(const ND_RESULT* r, const std::string& what) const {
+    return succeeded(r, what) && fail("an unexpected result");
+  }
 
  private:
   nd_app::EndpointShape shape(const Depths& d) const;
