@@ -36,4 +36,19 @@ void Progress::print(uint64_t tsc, uint64_t iterations, const std::string& figur
   while (next_ <= tsc) next_ += second_;
 }
 
+void Progress::show_bw(const BwMeter& meter, uint64_t done) {
+  const uint64_t now = now_tsc();
+  if (!due(now)) return;
+  char fig[64];
+  std::snprintf(fig, sizeof fig, "%.2f Gb/s", double(done) * bytes_ * 8 / 1e9 / meter.seconds());
+  print(now, done, fig);
+}
+
+void Progress::show_lat(uint64_t tsc, uint64_t iterations, double ticks, double divisor) {
+  if (!due(tsc)) return;
+  char fig[64];
+  std::snprintf(fig, sizeof fig, "t_avg %.2f usec", tsc_to_us(uint64_t(ticks)) / double(iterations) / divisor);
+  print(tsc, iterations, fig);
+}
+
 }  // namespace ndnic::ndperf

@@ -12,6 +12,8 @@
 
 namespace ndnic::ndperf {
 
+class BwMeter;
+
 /// Iterations for this size: -n, or none (0) under -D, or the test's default.
 uint64_t iterations(const Options& o, Test t, uint32_t size);
 /// Whether a run of `iters` iterations (0: duration) started at `t0` should stop posting.
@@ -24,6 +26,11 @@ class Progress {
   /// Prints "ndperf: <test> <bytes> B: <s> s, <iterations> iterations, <figure>" and
   /// schedules the next line.
   void print(uint64_t tsc, uint64_t iterations, const std::string& figure);
+  /// A bandwidth run's line, when due: Gb/s over `done` messages so far (the meter's time).
+  void show_bw(const BwMeter& meter, uint64_t done);
+  /// A latency run's line, when due at `tsc`: the average of `iterations` taking `ticks` TSC
+  /// ticks in all, divided by `divisor` (2: half a round trip), in microseconds.
+  void show_lat(uint64_t tsc, uint64_t iterations, double ticks, double divisor);
 
  private:
   Test test_;

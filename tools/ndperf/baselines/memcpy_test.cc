@@ -38,12 +38,7 @@ bool memcpy_test(Node& node, const Options& o, TestResult* result) {
       }
       done += n;
       meter.sample(done);
-      const uint64_t now = now_tsc();
-      if (progress.due(now)) {
-        char fig[64];
-        std::snprintf(fig, sizeof fig, "%.2f Gb/s", double(done) * size * 8 / 1e9 / meter.seconds());
-        progress.print(now, done, fig);
-      }
+      progress.show_bw(meter, done);
     }
     Row row = meter.finish(size, done, 0);
     row.bw_peak_gbps = row.msg_rate_mpps = 0;

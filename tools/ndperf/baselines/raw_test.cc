@@ -180,12 +180,7 @@ class RawClient {
       if (!send_all(port_, 0, burst, n)) return fail("the port stopped taking frames");
       done += msgs;
       meter.sample(done);
-      const uint64_t now = now_tsc();
-      if (progress.due(now)) {
-        char fig[64];
-        std::snprintf(fig, sizeof fig, "%.2f Gb/s", double(done) * size * 8 / 1e9 / meter.seconds());
-        progress.print(now, done, fig);
-      }
+      progress.show_bw(meter, done);
     }
     *row = meter.finish(size, done, 2 * kRawBurst);
     return end(done * per_msg);
@@ -220,11 +215,7 @@ class RawClient {
       }
       const uint64_t stop = now_tsc();
       samples.add(stop - start);
-      if (progress.due(stop)) {
-        char fig[64];
-        std::snprintf(fig, sizeof fig, "t_avg %.2f usec", tsc_to_us(uint64_t(samples.sum())) / double(i + 1) / 2);
-        progress.print(stop, i + 1, fig);
-      }
+      progress.show_lat(stop, i + 1, samples.sum(), 2);
     }
     const uint64_t done = samples.count();
     if (done) {
