@@ -1,9 +1,9 @@
 #include "tools/ndperf/plan.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
 #include <cstring>
+
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::ndperf {
 namespace {
@@ -33,25 +33,6 @@ constexpr uint32_t kCqEntriesForReceives = 60000;  ///< what one CQ (at most 655
 constexpr uint32_t kMaxWindows = 64;          ///< sendinv windows per QP (control slots bound it)
 constexpr size_t kMinArea = 64u << 10;
 constexpr size_t kPage = 4096;
-
-void put16(uint8_t* p, uint16_t x) {
-  const uint16_t be = htons(x);
-  std::memcpy(p, &be, 2);
-}
-void put32(uint8_t* p, uint32_t x) {
-  const uint32_t be = htonl(x);
-  std::memcpy(p, &be, 4);
-}
-uint16_t get16(const uint8_t* p) {
-  uint16_t be;
-  std::memcpy(&be, p, 2);
-  return ntohs(be);
-}
-uint32_t get32(const uint8_t* p) {
-  uint32_t be;
-  std::memcpy(&be, p, 4);
-  return ntohl(be);
-}
 
 }  // namespace
 
@@ -117,18 +98,18 @@ size_t group_slice(const Plan& p) { return (size_t(p.last_size) + kPage - 1) / k
 
 std::vector<uint8_t> encode(const Plan& p) {
   std::vector<uint8_t> v(kPlanLen, 0);
-  put32(&v[0], kPlanMagic);
+  wire::store_be32(&v[0], kPlanMagic);
   v[4] = kVersion;
   v[5] = uint8_t(p.test);
   v[6] = p.index;
   v[7] = p.count;
-  put16(&v[8], p.qp);
-  put16(&v[10], p.qps);
-  put16(&v[12], p.depth);
-  put16(&v[14], p.mtu);
-  put32(&v[16], p.first_size);
-  put32(&v[20], p.last_size);
-  put16(&v[24], p.first_qp);
+  wire::store_be16(&v[8], p.qp);
+  wire::store_be16(&v[10], p.qps);
+  wire::store_be16(&v[12], p.depth);
+  wire::store_be16(&v[14], p.mtu);
+  wire::store_be32(&v[16], p.first_size);
+  wire::store_be32(&v[20], p.last_size);
+  wire::store_be16(&v[24], p.first_qp);
   v[26] = p.group;
   v[27] = p.groups;
   return v;
@@ -136,19 +117,19 @@ std::vector<uint8_t> encode(const Plan& p) {
 
 std::optional<Plan> decode_plan(const uint8_t* d, size_t len) {
   // The private data may come padded to the REQ's full length: read the prefix only.
-  if (len < kPlanLen || get32(d) != kPlanMagic || d[4] != kVersion || d[5] > uint8_t(Test::kCount))
+  if (len < kPlanLen || wire::load_be32(d) != kPlanMagic || d[4] != kVersion || d[5] > uint8_t(Test::kCount))
     return std::nullopt;
   Plan p;
   p.test = Test(d[5]);
   p.index = d[6];
   p.count = d[7];
-  p.qp = get16(d + 8);
-  p.qps = get16(d + 10);
-  p.depth = get16(d + 12);
-  p.mtu = get16(d + 14);
-  p.first_size = get32(d + 16);
-  p.last_size = get32(d + 20);
-  p.first_qp = get16(d + 24);
+  p.qp = wire::load_be16(d + 8);
+  p.qps = wire::load_be16(d + 10);
+  p.depth = wire::load_be16(d + 12);
+  p.mtu = wire::load_be16(d + 14);
+  p.first_size = wire::load_be32(d + 16);
+  p.last_size = wire::load_be32(d + 20);
+  p.first_qp = wire::load_be16(d + 24);
   p.group = d[26];
   p.groups = d[27];
   if (p.test == Test::kCount) return p;
@@ -192,16 +173,16 @@ Layout layout_for(const Options& o) {
 
 void encode(const Setup& s, uint8_t* out) {
   std::memset(out, 0, kSetupLen);
-  put32(out, kSetupMagic);
+  wire::store_be32(out, kSetupMagic);
   std::memcpy(out + 4, &s.window, sizeof s.window);  // already in network order
-  put32(out + 24, s.receives);
+  wire::store_be32(out + 24, s.receives);
 }
 
 std::optional<Setup> decode_setup(const uint8_t* d, size_t len) {
-  if (len < kSetupLen || get32(d) != kSetupMagic) return std::nullopt;
+  if (len < kSetupLen || wire::load_be32(d) != kSetupMagic) return std::nullopt;
   Setup s;
   std::memcpy(&s.window, d + 4, sizeof s.window);
-  s.receives = get32(d + 24);
+  s.receives = wire::load_be32(d + 24);
   return s;
 }
 

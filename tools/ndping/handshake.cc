@@ -1,8 +1,6 @@
 #include "tools/ndping/handshake.h"
 
-#include <arpa/inet.h>
-
-#include <cstring>
+#include "ndnic/wire/headers.h"
 
 namespace ndnic::ndping {
 namespace {
@@ -13,57 +11,46 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kRequestLen = 4 + 4 + 4 * 3;
 constexpr size_t kReplyLen = 4 + 4 + 4;
 
-void put32(uint8_t* p, uint32_t x) {
-  const uint32_t be = htonl(x);
-  std::memcpy(p, &be, 4);
-}
-
-uint32_t get32(const uint8_t* p) {
-  uint32_t be;
-  std::memcpy(&be, p, 4);
-  return ntohl(be);
-}
-
 }  // namespace
 
 std::vector<uint8_t> encode(const Request& r) {
   std::vector<uint8_t> v(kRequestLen, 0);
-  put32(&v[0], kRequestMagic);
+  wire::store_be32(&v[0], kRequestMagic);
   v[4] = kVersion;
   v[5] = uint8_t(r.tool);
   v[6] = r.check ? 1 : 0;
-  put32(&v[8], r.min_size);
-  put32(&v[12], r.max_size);
-  put32(&v[16], r.iters);
+  wire::store_be32(&v[8], r.min_size);
+  wire::store_be32(&v[12], r.max_size);
+  wire::store_be32(&v[16], r.iters);
   return v;
 }
 
 std::vector<uint8_t> encode(const Reply& r) {
   std::vector<uint8_t> v(kReplyLen, 0);
-  put32(&v[0], kReplyMagic);
+  wire::store_be32(&v[0], kReplyMagic);
   v[4] = kVersion;
-  put32(&v[8], r.queue_depth);
+  wire::store_be32(&v[8], r.queue_depth);
   return v;
 }
 
 std::optional<Request> decode_request(const uint8_t* p, size_t len) {
   // The private data may come padded to the REQ's full length: read the prefix only.
-  if (len < kRequestLen || get32(p) != kRequestMagic || p[4] != kVersion || p[5] > uint8_t(Tool::kPingPong))
+  if (len < kRequestLen || wire::load_be32(p) != kRequestMagic || p[4] != kVersion || p[5] > uint8_t(Tool::kPingPong))
     return std::nullopt;
   Request r;
   r.tool = Tool(p[5]);
   r.check = p[6] != 0;
-  r.min_size = get32(p + 8);
-  r.max_size = get32(p + 12);
-  r.iters = get32(p + 16);
+  r.min_size = wire::load_be32(p + 8);
+  r.max_size = wire::load_be32(p + 12);
+  r.iters = wire::load_be32(p + 16);
   if (r.min_size == 0 || r.min_size > r.max_size || r.max_size > kMaxXfer) return std::nullopt;
   return r;
 }
 
 std::optional<Reply> decode_reply(const uint8_t* p, size_t len) {
-  if (len < kReplyLen || get32(p) != kReplyMagic || p[4] != kVersion) return std::nullopt;
+  if (len < kReplyLen || wire::load_be32(p) != kReplyMagic || p[4] != kVersion) return std::nullopt;
   Reply r;
-  r.queue_depth = get32(p + 8);
+  r.queue_depth = wire::load_be32(p + 8);
   if (r.queue_depth < 2) return std::nullopt;
   return r;
 }
