@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/arguments.h"
 #include "tools/nd_app/waits.h"
 
@@ -101,10 +102,7 @@ bool Connection::wait_disconnect() {
 
 bool Connection::connect(INDAdapter* adapter, INDCompletionQueue* cq, const EndpointShape& shape, const Dial& dial,
                          std::vector<uint8_t>* reply) {
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(dial.port);
-  to.sin_addr.s_addr = htonl(dial.ip);
+  sockaddr_in to = nd_app::ipv4_sockaddr(dial.ip, dial.port);
   const auto give_up = std::chrono::steady_clock::now() + dial.retry;
   std::string where = "Connect to " + ipv4_text(dial.ip) + ":" + std::to_string(dial.port);
   const std::vector<uint8_t>& data = dial.private_data;

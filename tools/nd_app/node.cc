@@ -11,6 +11,7 @@
 
 #include "ndnic/nd.h"
 #include "ndnic/telemetry.h"
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/status.h"
 
 namespace ndnic::nd_app {
@@ -39,9 +40,7 @@ bool Node::open(const NodeConfig& c) {
   port_open_ = true;
   if (!start_device()) return false;
   if (!c.open_adapter) return true;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(c.ipv4);
+  sockaddr_in sa = nd_app::ipv4_sockaddr(c.ipv4);
   const HRESULT hr = NdOpenV1Adapter(reinterpret_cast<sockaddr*>(&sa), sizeof sa, &adapter_);
   if (FAILED(hr)) {
     error_ = "NdOpenV1Adapter: " + status_text(hr);

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <thread>
 
+#include "tools/nd_app/address.h"
 #include "tools/nd_demo/roles.h"
 #include "tools/nd_demo/side.h"
 
@@ -26,10 +27,7 @@ constexpr auto kRetryPause = std::chrono::milliseconds(250);
 /// it as soon as its Accept is (on our RTU).
 bool connect(Side& peer, uint32_t owner_ip, Clock::duration wait, ND_RESULT* rr) {
   const auto give_up = Clock::now() + wait;
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(kPort);
-  to.sin_addr.s_addr = htonl(owner_ip);
+  sockaddr_in to = nd_app::ipv4_sockaddr(owner_ip, kPort);
   const std::string where = ipv4_text(owner_ip) + ":" + std::to_string(kPort);
   unsigned attempts = 0;
   for (;;) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "tools/nd_app/address.h"
 #include "tools/nd_demo/roles.h"
 #include "tools/nd_demo/side.h"
 
@@ -23,10 +24,7 @@ bool connect(Side& owner, Side& peer, INDListen* listen) {
   if (!new_endpoint(owner) || !new_endpoint(peer)) return false;
   OVERLAPPED req{}, con{}, acc{}, done{};
   HRESULT hr = listen->GetConnectionRequest(owner.conn(), &req);
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(kPort);
-  to.sin_addr.s_addr = htonl(kOwnerIp);
+  sockaddr_in to = nd_app::ipv4_sockaddr(kOwnerIp, kPort);
   HRESULT hc = peer.conn()->Connect(peer.ep(), reinterpret_cast<sockaddr*>(&to), sizeof to, 0, 0, nullptr, 0, &con);
   if (owner.finish(listen, &req, hr) != ND_SUCCESS) return false;
   // Accept completes when the RTU arrives, which only the peer's CompleteConnect sends: it is

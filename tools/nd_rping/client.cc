@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/node.h"
 #include "tools/nd_app/status.h"
 #include "tools/nd_app/waits.h"
@@ -23,10 +24,7 @@ using nd_app::status_text;
 constexpr auto kRetryPause = std::chrono::milliseconds(250);
 
 bool connect(Session& s, const Options& o) {
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(o.port);
-  to.sin_addr.s_addr = htonl(o.peer_ipv4);
+  sockaddr_in to = nd_app::ipv4_sockaddr(o.peer_ipv4, o.port);
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(o.retry_s);
   for (;;) {
     if (!s.new_endpoint()) return false;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "ndnic/nd.h"
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndping {
@@ -41,9 +42,7 @@ nd_app::EndpointShape Connection::shape() const {
 
 bool Connection::open(uint32_t ipv4, const Limits& lim, size_t bytes) {
   lim_ = lim;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(ipv4);
+  sockaddr_in sa = nd_app::ipv4_sockaddr(ipv4);
   HRESULT hr = NdOpenV1Adapter(reinterpret_cast<const sockaddr*>(&sa), sizeof sa, &adapter_);
   if (FAILED(hr)) return fail("NdOpenV1Adapter(" + nd_app::ipv4_text(ipv4) + ")", hr);
   ND_ADAPTER_INFO info{};

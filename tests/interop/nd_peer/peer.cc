@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/interop/nd_peer/checks.h"
+#include "tools/nd_app/address.h"
 #include "tools/nd_app/node.h"
 #include "tools/nd_app/status.h"
 #include "tools/nd_app/waits.h"
@@ -87,10 +88,7 @@ static bool new_endpoint(INDAdapter* ad, INDCompletionQueue* in, INDCompletionQu
 }
 
 bool Peer::connect(const ConnectOptions& o) {
-  sockaddr_in to{};
-  to.sin_family = AF_INET;
-  to.sin_port = htons(o.port);
-  to.sin_addr.s_addr = htonl(o.peer_ipv4);
+  sockaddr_in to = nd_app::ipv4_sockaddr(o.peer_ipv4, o.port);
   const Clock::time_point give_up = Clock::now() + std::chrono::seconds(o.retry_s);
   for (;;) {
     if (!new_endpoint(adapter_, in_cq_, out_cq_, &conn_, &ep_, &ext_)) return false;
