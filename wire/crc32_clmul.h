@@ -46,7 +46,7 @@ uint32_t crc32_on(CrcPath path, uint32_t crc, const void* data, size_t len);
 uint32_t crc32_copy_on(CrcPath path, uint32_t crc, void* dst, const void* src, size_t len);
 
 /// The fold constants, derived from the polynomial at compile time. The layout (explained in
-/// crc32_clmul.cc, which keeps its own copy of this derivation): a 128-bit lane loaded
+/// crc32_clmul.cc): a 128-bit lane loaded
 /// little-endian holds x^127 (bit 0) .. x^0 (bit 127), and carrying it D bits further along the
 /// message multiplies its high half by x^(D+32) mod P and its low half by x^(D-32) mod P, each
 /// mirrored into 33 bits. Intel's paper writes the same numbers as (x^(D+32) mod P)' << 1 and
@@ -109,8 +109,7 @@ inline constexpr uint8_t kShift[48] = {
 
 }  // namespace fold_const
 
-// The finishing steps the wide and fused kernels share (crc32_clmul.cc's tail does the same
-// inline). Compiled for pclmul + sse4.1 only, so they inline into any kernel built for more.
+// The finishing steps every kernel shares. Compiled for pclmul + sse4.1 only, so they inline into any kernel built for more.
 #define NDNIC_CLMUL_FINISH __attribute__((target("pclmul,sse4.1"))) inline
 
 /// Adds the last n (1..15) message bytes, which end at `end`, to the 128-bit remainder x of
