@@ -58,15 +58,7 @@ struct Shape {
   const char* name() const { return op == Op::kSend ? "SEND" : op == Op::kWrite ? "WRITE" : "READ"; }
 };
 
-struct Node {
-  glue::Port port;
-  Device dev;
-  uint32_t pd = 0;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
-  MrKeys mr;
-  Cq* scq = nullptr;
-  Cq* rcq = nullptr;
-  Qp* qp = nullptr;
+struct Node : ndnic::testing::VerbsEnd {
   Shard& shard() { return *dev.impl()->shards[0]; }
   Qp::Impl& qpi() { return *qp->impl(); }
 };
@@ -106,11 +98,7 @@ struct Pair {
     error = ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev});
     if (!error.empty()) return;
     for (Node* n : {&a, &b}) {
-      n->pd = n->dev.alloc_pd();
-      n->scq = n->dev.create_cq(kQueueDepth);
-      n->rcq = n->dev.create_cq(kQueueDepth);
-      const uint32_t access = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead;
-      if (!n->scq || !n->rcq || !n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(), access, &n->mr)) {
+      if (!n->open(kBufSize, kQueueDepth, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)) {
         error = "device setup failed";
         return;
       }

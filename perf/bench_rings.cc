@@ -46,15 +46,7 @@ constexpr double kMinTime = 0.1;          ///< nanosecond operations: still mill
 
 /// One device on one port of a net_ring pair, a registered buffer, CQs and a QP in INIT: posts
 /// are accepted, and no one runs the engine, so the benchmark itself is the lcore's side.
-struct Local {
-  glue::Port port;
-  Device dev;
-  uint32_t pd = 0;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(kBufSize);
-  MrKeys mr;
-  Cq* scq = nullptr;
-  Cq* rcq = nullptr;
-  Qp* qp = nullptr;
+struct Local : ndnic::testing::VerbsEnd {
   glue::Port peer;  ///< the pair's other port: nothing runs there
   std::string error;
 
@@ -64,10 +56,7 @@ struct Local {
     spec.ipv4 = {0xC6125001, 0xC6125002};  // 198.18.80.1, .2
     error = ndnic::testing::open_pair(spec, {&port, &peer}, {&dev, nullptr});
     if (!error.empty()) return;
-    pd = dev.alloc_pd();
-    scq = dev.create_cq(kRingEntries);
-    rcq = dev.create_cq(kRingEntries);
-    if (!scq || !rcq || !dev.register_mr(pd, buf.data(), buf.size(), kAccessLocalWrite, &mr)) {
+    if (!open(kBufSize, kRingEntries, kAccessLocalWrite)) {
       error = "device setup failed";
       return;
     }

@@ -207,12 +207,7 @@ class CmHostileTest : public CmPairTest<Node> {
     spec.lcores = {std::vector<unsigned>{1}, std::vector<unsigned>{2}};
     ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
     for (Node* n : {&a, &b}) {
-      n->pd = n->dev.alloc_pd();
-      ASSERT_TRUE(n->dev.register_mr(n->pd, n->buf.data(), n->buf.size(),
-                                     nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead,
-                                     &n->mr));
-      n->scq = n->dev.create_cq(256);
-      n->rcq = n->dev.create_cq(256);
+      ASSERT_TRUE(n->open());
       n->qp = new_qp(*n);
       ASSERT_NE(n->qp, nullptr);
       ASSERT_TRUE(n->in.attach(n->port.port_id()));

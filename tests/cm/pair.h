@@ -17,6 +17,7 @@
 #include "cm/agent.h"
 #include "ndnic/nic.h"
 #include "ndnic/port.h"
+#include "tests/fixtures/node_pair.h"
 
 namespace ndnic::cm::testing {
 
@@ -58,18 +59,15 @@ class CmEvents {
 };
 
 /// One end: its port, device, buffer, CQs, RC QP and CM agent.
-struct CmNode {
+struct CmNode : ndnic::testing::VerbsEnd {
   static constexpr size_t kBuf = 1 << 16;
-  glue::Port port;
-  nic::Device dev;
-  uint32_t pd = 0;
-  std::vector<uint8_t> buf = std::vector<uint8_t>(kBuf);
-  nic::MrKeys mr;
-  nic::Cq* scq = nullptr;
-  nic::Cq* rcq = nullptr;
-  nic::Qp* qp = nullptr;
+  static constexpr uint32_t kCqEntries = 256;
+  static constexpr uint32_t kAccess = nic::kAccessLocalWrite | nic::kAccessRemoteWrite | nic::kAccessRemoteRead;
   std::unique_ptr<Agent> cm;
   CmEvents ev;
+
+  /// On a device that is up: the PD, the buffer registered, the CQs (no QP yet).
+  bool open() { return VerbsEnd::open(kBuf, kCqEntries, kAccess); }
 };
 
 template <class Node>
