@@ -150,16 +150,12 @@ class NdConn : public ::testing::Test {
   void establish(uint16_t port) {
     INDListen* l = listen(port);
     ASSERT_NE(l, nullptr);
-    OVERLAPPED &ovr = ov(), &ovc = ov(), &ova = ov(), &ovcc = ov();
+    OVERLAPPED &ovr = ov(), &ovc = ov();
     ASSERT_EQ(l->GetConnectionRequest(b.conn, &ovr), ND_PENDING);
     const sockaddr_in to = address(kIpB, port);
     ASSERT_EQ(a.conn->Connect(a.ep, sa(to), sizeof to, 0, 0, nullptr, 0, &ovc), ND_PENDING);
     ASSERT_EQ(wait(l, &ovr), ND_SUCCESS);
-    ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
-    ASSERT_EQ(wait(a.conn, &ovc), ND_SUCCESS);
-    ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
-    ASSERT_EQ(wait(a.conn, &ovcc), ND_SUCCESS);
-    ASSERT_EQ(wait(b.conn, &ova), ND_SUCCESS);
+    ASSERT_NO_FATAL_FAILURE(accept_and_complete(&ovc));
   }
 
   /// One Send from `from` into a receive posted on `to`: both complete with `len` bytes.
@@ -185,6 +181,17 @@ class NdConn : public ::testing::Test {
   /// pending returns before teardown releases the connector, which completes it (canceled).
   OVERLAPPED& ov() { return ovs_.emplace_back(); }
 
+  /// B accepts the request it has taken, A's pending Connect (`ovc`) completes, and A
+  /// completes the connection: both ends established.
+  void accept_and_complete(OVERLAPPED* ovc) {
+    OVERLAPPED &ova = ov(), &ovcc = ov();
+    ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
+    ASSERT_EQ(wait(a.conn, ovc), ND_SUCCESS);
+    ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
+    ASSERT_EQ(wait(a.conn, &ovcc), ND_SUCCESS);
+    ASSERT_EQ(wait(b.conn, &ova), ND_SUCCESS);
+  }
+
   Side a, b;
   std::deque<OVERLAPPED> ovs_;
 };
@@ -200,17 +207,13 @@ TEST_F(NdConn, ListenerCancelCompletesGetConnectionRequestCanceled) {
   ASSERT_EQ(l->CancelOverlappedRequests(), ND_SUCCESS);
   EXPECT_EQ(wait(l, &ovr), ND_CANCELED);
   // The canceled wait took nothing: the next request goes to the next GetConnectionRequest.
-  OVERLAPPED &ovc = ov(), &ovr2 = ov(), &ova = ov(), &ovcc = ov();
+  OVERLAPPED &ovc = ov(), &ovr2 = ov();
   const sockaddr_in to = address(kIpB, 7100);
   ASSERT_EQ(a.conn->Connect(a.ep, sa(to), sizeof to, 0, 0, nullptr, 0, &ovc), ND_PENDING);
   ASSERT_EQ(l->GetConnectionRequest(b.conn, &ovr2), ND_PENDING);
   ASSERT_EQ(wait(l, &ovr2), ND_SUCCESS);
   EXPECT_EQ(wait(l, &ovr, 0), ND_CANCELED) << "the canceled request stays canceled";
-  ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovc), ND_SUCCESS);
-  ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovcc), ND_SUCCESS);
-  ASSERT_EQ(wait(b.conn, &ova), ND_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(accept_and_complete(&ovc));
   send(a, a.ep, b, b.ep);
 }
 
@@ -329,6 +332,15 @@ TEST_F(NdConn, ConnectionChurnOnSharedSplitCqs) {
     ASSERT_EQ(c->CancelOverlappedRequests(), ND_SUCCESS);  // as ndconn does: nothing left to cancel
   };
 
+  // A cycle's connector and endpoint, released when the cycle ends however it ends.
+  struct Drop {
+    INDConnector* c;
+    INDEndpoint* ep;
+    ~Drop() {
+      ep->Release();
+      c->Release();
+    }
+  };
   // Each cycle's OVERLAPPEDs are declared before its Drop: if the cycle fails with one still
   // pending, the connector's release completes it while it still exists.
   auto client = [&](unsigned i) {
@@ -337,14 +349,7 @@ TEST_F(NdConn, ConnectionChurnOnSharedSplitCqs) {
     INDEndpoint* ep = nullptr;
     ASSERT_EQ(a.adapter->CreateConnector(&c), ND_SUCCESS);
     ASSERT_EQ(c->CreateEndpoint(a_in, a_out, 2, 2, 1, 1, 0, 0, nullptr, &ep), ND_SUCCESS);
-    struct Drop {
-      INDConnector* c;
-      INDEndpoint* ep;
-      ~Drop() {
-        ep->Release();
-        c->Release();
-      }
-    } drop{c, ep};
+    const Drop drop{c, ep};
     ND_RESULT rr{}, rs{};
     ND_SGE in = sge(a, 8192, kMsg), out = sge(a, 0, kMsg);
     ASSERT_EQ(ep->Receive(&rr, &in, 1), ND_SUCCESS);
@@ -368,14 +373,7 @@ TEST_F(NdConn, ConnectionChurnOnSharedSplitCqs) {
     INDEndpoint* ep = nullptr;
     ASSERT_EQ(b.adapter->CreateConnector(&c), ND_SUCCESS);
     ASSERT_EQ(c->CreateEndpoint(b_in, b_out, 2, 2, 1, 1, 0, 0, nullptr, &ep), ND_SUCCESS);
-    struct Drop {
-      INDConnector* c;
-      INDEndpoint* ep;
-      ~Drop() {
-        ep->Release();
-        c->Release();
-      }
-    } drop{c, ep};
+    const Drop drop{c, ep};
     ND_RESULT rr{}, rs{};
     ND_SGE in = sge(b, 8192, kMsg), out = sge(b, 0, kMsg);
     ASSERT_EQ(ep->Receive(&rr, &in, 1), ND_SUCCESS);
@@ -472,15 +470,11 @@ TEST_F(NdConn, ConnectTimesOutThenRetrySucceeds) {
   ASSERT_NO_FATAL_FAILURE(up(b));
   INDListen* l = listen(7150);
   ASSERT_NE(l, nullptr);
-  OVERLAPPED &ovr = ov(), &ova = ov(), &ovcc = ov();
+  OVERLAPPED &ovr = ov();
   ASSERT_EQ(l->GetConnectionRequest(b.conn, &ovr), ND_PENDING);
   ASSERT_EQ(a.conn->Connect(a.ep, sa(to), sizeof to, 0, 0, nullptr, 0, &ovc), ND_PENDING);
   ASSERT_EQ(wait(l, &ovr), ND_SUCCESS);
-  ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovc), ND_SUCCESS);
-  ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovcc), ND_SUCCESS);
-  ASSERT_EQ(wait(b.conn, &ova), ND_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(accept_and_complete(&ovc));
   send(a, a.ep, b, b.ep);
 }
 
@@ -758,16 +752,12 @@ TEST_F(NdConn, ConnectFromAGivenLocalPort) {
   };
   INDListen* l = listen(7240);
   ASSERT_NE(l, nullptr);
-  OVERLAPPED &ovr = ov(), &ovc = ov(), &ova = ov(), &ovcc = ov();
+  OVERLAPPED &ovr = ov(), &ovc = ov(), &ova = ov(), &ovcc = ov();  // the second connection reuses them
   ASSERT_EQ(l->GetConnectionRequest(b.conn, &ovr), ND_PENDING);
   const sockaddr_in to = address(kIpB, 7240);
   ASSERT_EQ(a.conn->Connect(a.ep, sa(to), sizeof to, 0, htons(40001), nullptr, 0, &ovc), ND_PENDING);
   ASSERT_EQ(wait(l, &ovr), ND_SUCCESS);
-  ASSERT_EQ(b.conn->Accept(b.ep, nullptr, 0, &ova), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovc), ND_SUCCESS);
-  ASSERT_EQ(a.conn->CompleteConnect(&ovcc), ND_PENDING);
-  ASSERT_EQ(wait(a.conn, &ovcc), ND_SUCCESS);
-  ASSERT_EQ(wait(b.conn, &ova), ND_SUCCESS);
+  ASSERT_NO_FATAL_FAILURE(accept_and_complete(&ovc));
   uint16_t local = 0, seen = 0;
   ports(a.conn, b.conn, &local, &seen);
   EXPECT_EQ(local, 40001);

@@ -226,14 +226,31 @@ void serve_setup(int fd, const std::string& version, std::vector<std::string>* g
   write_s(fd, std::string{mtu, '\0'});
 }
 
+/// `ch` connected to the fake server, and its setup (MTU 1024) agreed in `a`.
+void set_up(Channel& ch, FakePerftestServer& peer, Channel::Agreed* a) {
+  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
+  ASSERT_TRUE(ch.setup(1024, a)) << ch.error();
+}
+
+/// A setup (MTU 1024) against the fake server that must fail: its error.
+std::string refused_setup(FakePerftestServer& peer) {
+  Channel ch;
+  if (!ch.connect("127.0.0.1", peer.port(), 0, nullptr)) {
+    ADD_FAILURE() << ch.error();
+    return ch.error();
+  }
+  Channel::Agreed a;
+  EXPECT_FALSE(ch.setup(1024, &a));
+  return ch.error();
+}
+
 TEST(PerftestChannel, SetupSpeaksPerftestsBytesAndAgrees) {
   std::vector<std::string> got;
   {
     FakePerftestServer peer([&](int fd) { serve_setup(fd, "6.06", &got, '2'); });
     Channel ch;
-    ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
     Channel::Agreed a;
-    ASSERT_TRUE(ch.setup(1024, &a)) << ch.error();
+    ASSERT_NO_FATAL_FAILURE(set_up(ch, peer, &a));
     EXPECT_DOUBLE_EQ(a.peer_version, 6.06);
     EXPECT_EQ(a.cycle_buffer, 8192u);  // the larger of 4096 and the peer's
     EXPECT_EQ(a.cache_line, 128u);
@@ -249,21 +266,15 @@ TEST(PerftestChannel, SetupSpeaksPerftestsBytesAndAgrees) {
 TEST(PerftestChannel, RefusesAnOldPeer) {
   std::vector<std::string> got;
   FakePerftestServer peer([&](int fd) { serve_setup(fd, "5.60", &got); });
-  Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
-  Channel::Agreed a;
-  EXPECT_FALSE(ch.setup(1024, &a));
-  EXPECT_NE(ch.error().find("5.60 is older than 5.70"), std::string::npos) << ch.error();
+  const std::string error = refused_setup(peer);
+  EXPECT_NE(error.find("5.60 is older than 5.70"), std::string::npos) << error;
 }
 
 TEST(PerftestChannel, RefusesAnInvalidMtu) {
   std::vector<std::string> got;
   FakePerftestServer peer([&](int fd) { serve_setup(fd, "6.06", &got, '7'); });
-  Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
-  Channel::Agreed a;
-  EXPECT_FALSE(ch.setup(1024, &a));
-  EXPECT_NE(ch.error().find("invalid MTU"), std::string::npos) << ch.error();
+  const std::string error = refused_setup(peer);
+  EXPECT_NE(error.find("invalid MTU"), std::string::npos) << error;
 }
 
 TEST(PerftestChannel, HandShakesBarriersReportAndClose) {
@@ -293,9 +304,8 @@ TEST(PerftestChannel, HandShakesBarriersReportAndClose) {
     write_s(fd, std::string("done", 5));
   });
   Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
   Channel::Agreed a;
-  ASSERT_TRUE(ch.setup(1024, &a)) << ch.error();
+  ASSERT_NO_FATAL_FAILURE(set_up(ch, peer, &a));
   Dest theirs;
   for (int i = 0; i < 3; i++) ASSERT_TRUE(ch.hand_shake(mine, &theirs, "test hand shake")) << ch.error();
   EXPECT_EQ(theirs, server_dest);
@@ -328,9 +338,8 @@ TEST(PerftestChannel, RefusesAMalformedHandShakeLine) {
     write_s(fd, bad);
   });
   Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
   Channel::Agreed a;
-  ASSERT_TRUE(ch.setup(1024, &a)) << ch.error();
+  ASSERT_NO_FATAL_FAILURE(set_up(ch, peer, &a));
   Dest theirs;
   EXPECT_FALSE(ch.hand_shake(Dest{}, &theirs, "first hand shake"));
   EXPECT_NE(ch.error().find("first hand shake: malformed hand shake line: byte 20"), std::string::npos) << ch.error();
@@ -348,9 +357,8 @@ TEST(PerftestChannel, NoticesAPeerOutOfStep) {
     write_s(fd, format_key_line(other));
   });
   Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
   Channel::Agreed a;
-  ASSERT_TRUE(ch.setup(1024, &a)) << ch.error();
+  ASSERT_NO_FATAL_FAILURE(set_up(ch, peer, &a));
   Dest theirs;
   ASSERT_TRUE(ch.hand_shake(Dest{}, &theirs, "first")) << ch.error();
   EXPECT_FALSE(ch.hand_shake(Dest{}, &theirs, "barrier"));
@@ -361,9 +369,8 @@ TEST(PerftestChannel, SaysWhenThePeerHangsUp) {
   std::vector<std::string> got;
   FakePerftestServer peer([&](int fd) { serve_setup(fd, "6.06", &got); });
   Channel ch;
-  ASSERT_TRUE(ch.connect("127.0.0.1", peer.port(), 0, nullptr)) << ch.error();
   Channel::Agreed a;
-  ASSERT_TRUE(ch.setup(1024, &a)) << ch.error();
+  ASSERT_NO_FATAL_FAILURE(set_up(ch, peer, &a));
   Dest theirs;
   EXPECT_FALSE(ch.hand_shake(Dest{}, &theirs, "first hand shake"));
   EXPECT_NE(ch.error().find("closed the connection where the first hand shake was expected"), std::string::npos)
