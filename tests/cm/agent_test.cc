@@ -123,10 +123,7 @@ TEST_F(CmAgentTest, ConnectAcceptWithPrivateDataBothWaysThenTraffic) {
   ASSERT_NE(port, 0);
   EXPECT_EQ(b.cm->listen(port), 0) << "one listener per port";
   const auto hello_a = text("hello from A"), hello_b = text("and hello from B");
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = port;
+  ConnectParams p = to_b(port);
   p.private_data = hello_a;
   p.responder_resources = 3;
   p.initiator_depth = 2;
@@ -204,10 +201,7 @@ TEST_F(CmAgentTest, DisconnectFromThePassiveSide) {
 
 TEST_F(CmAgentTest, NobodyListeningIsRefusedWithInvalidServiceId) {
   start_agents();
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = 4242;
+  ConnectParams p = to_b(4242);
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   Event e;
   ASSERT_TRUE(a.ev.wait(EventKind::kRefused, kCmWaitMs, &e)) << a.ev.kinds();
@@ -220,10 +214,7 @@ TEST_F(CmAgentTest, ConsumerRejectCarriesPrivateData) {
   start_agents();
   const uint16_t port = b.cm->listen(7174);
   ASSERT_EQ(port, 7174);
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = port;
+  ConnectParams p = to_b(port);
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   Request r;
   ASSERT_TRUE(b.cm->get_request(port, &r, kWaitMs));
@@ -247,23 +238,14 @@ TEST_F(CmAgentTest, LostReqIsRetransmitted) {
   make_agent(b, fast_config(8));
   ASSERT_TRUE(a.cm->start());
   ASSERT_EQ(b.cm->listen(7174), 7174);
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = 7174;
+  ConnectParams p = to_b(7174);
   const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
   const auto end = Clock::now() + 5s;
   while (b.dev.counters().unknown_qp == 0 && Clock::now() < end) std::this_thread::sleep_for(1ms);
   ASSERT_GT(b.dev.counters().unknown_qp, 0u) << "the first REQ never reached B";
   ASSERT_TRUE(b.cm->start());
-  Request r;
-  ASSERT_TRUE(b.cm->get_request(7174, &r, kWaitMs));
-  AcceptParams ap;
-  ap.qp = b.qp;
-  ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_NO_FATAL_FAILURE(accept_on_b(7174));
   EXPECT_GE(a.cm->counters().retransmits, 1u);
   traffic();
 }
@@ -342,10 +324,7 @@ TEST_F(CmAgentTest, PeerWithoutCmTimesOut) {
   // B's engine runs but has no QP1: every REQ is dropped there.
   make_agent(a, fast_config(2));
   ASSERT_TRUE(a.cm->start());
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = 7174;
+  ConnectParams p = to_b(7174);
   const auto t0 = Clock::now();
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   ASSERT_TRUE(a.ev.wait(EventKind::kTimeout)) << a.ev.kinds();
@@ -445,10 +424,7 @@ TEST_F(CmAgentTest, RequestWithdrawnByItsSenderCannotBeAnswered) {
   start_agents();
   const uint16_t port = b.cm->listen(0);
   ASSERT_NE(port, 0);
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = port;
+  ConnectParams p = to_b(port);
   const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
   Request r;

@@ -464,10 +464,7 @@ TEST_F(CmHostileTest, ForgedMraDoesNotStallAConnect) {
   ca.max_cm_retries = 2;
   a.cm = std::make_unique<Agent>(a.dev, a.port, std::move(ca));
   ASSERT_TRUE(a.cm->start());
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = 7174;
+  ConnectParams p = to_b(7174);
   const ConnId ida = a.cm->connect(p, a.ev.cb());
   ASSERT_NE(ida, 0u);
   ASSERT_NO_FATAL_FAILURE(forge(a, third(2), mra(0x1234, ida, ib::kMsgReq, 31)));
@@ -483,10 +480,7 @@ TEST_F(CmHostileTest, BacklogFullDropsTheReqAndItsRetryGetsIn) {
   nic::Qp* second = new_qp(a);
   ASSERT_NE(second, nullptr);
   CmEvents& ev2 = more_events_.emplace_back();  // outlives the agents that call it
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = port;
+  ConnectParams p = to_b(port);
   const uint64_t base = b.cm->counters().mads_received;
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   ASSERT_TRUE(handled(b, base + 1));
@@ -509,10 +503,7 @@ TEST_F(CmHostileTest, RequestNobodyAnswersIsRefusedWithTimeout) {
   cb.max_request_wait_ms = 300;
   ASSERT_NO_FATAL_FAILURE(start_agents(calm_config(), std::move(cb)));
   const uint16_t port = b.cm->listen(0);
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = port;
+  ConnectParams p = to_b(port);
   // Queued and never taken.
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
   Event e;
@@ -568,18 +559,9 @@ TEST_F(CmHostileTest, ReqFloodStaysBoundedAndALaterConnectSucceeds) {
   EXPECT_EQ(b.cm->pending_requests(unlimited), 0u);
   EXPECT_GE(b.cm->counters().requests_expired, kBacklog);
   // A real peer gets in and carries data.
-  ConnectParams p;
-  p.qp = a.qp;
-  p.dest_ipv4 = kIpB;
-  p.dest_port = limited;
+  ConnectParams p = to_b(limited);
   ASSERT_NE(a.cm->connect(p, a.ev.cb()), 0u);
-  Request r;
-  ASSERT_TRUE(b.cm->get_request(limited, &r, kWaitMs));
-  AcceptParams ap;
-  ap.qp = b.qp;
-  ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
-  ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
-  ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
+  ASSERT_NO_FATAL_FAILURE(accept_on_b(limited));
   ASSERT_NO_FATAL_FAILURE(traffic());
   EXPECT_LE(b.cm->connection_count(), kCap);
 }

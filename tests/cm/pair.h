@@ -96,6 +96,26 @@ class CmPairTest : public ::testing::Test {
     ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
   }
 
+  /// A connect from A's QP to B's address at `port`.
+  ConnectParams to_b(uint16_t port) const {
+    ConnectParams p;
+    p.qp = a.qp;
+    p.dest_ipv4 = b.port.ipv4();
+    p.dest_port = port;
+    return p;
+  }
+
+  /// B takes A's request on `port` and accepts it on its QP: both see kEstablished.
+  void accept_on_b(uint16_t port) {
+    Request r;
+    ASSERT_TRUE(b.cm->get_request(port, &r, kCmWaitMs));
+    AcceptParams ap;
+    ap.qp = b.qp;
+    ASSERT_TRUE(b.cm->accept(r.conn, ap, b.ev.cb()));
+    ASSERT_TRUE(a.ev.wait(EventKind::kEstablished)) << a.ev.kinds();
+    ASSERT_TRUE(b.ev.wait(EventKind::kEstablished)) << b.ev.kinds();
+  }
+
   static bool wait_cq(nic::Cq* cq, nic::Completion* out, int ms = kCmWaitMs) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
     while (std::chrono::steady_clock::now() < end) {
