@@ -15,6 +15,7 @@
 #include <rte_mbuf.h>
 
 #include "tests/fixtures/two_nodes.h"
+#include "tests/nic/hostile.h"
 #include "ndnic/wire/packet.h"
 
 namespace ndnic::nic::testing {
@@ -55,15 +56,7 @@ class CompleterHostile : public TwoNodes {
   /// A response to B's QP as if from A's QP, put on the wire from A's port; `corrupt`: one
   /// payload byte flipped after the ICRC was computed.
   void inject(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload_len = 0, bool corrupt = false) {
-    wire::RocePacket p;
-    std::memcpy(p.eth.dst, b->port.mac().addr_bytes, 6);
-    std::memcpy(p.eth.src, a->port.mac().addr_bytes, 6);
-    p.ip4.src = a->port.ipv4();
-    p.ip4.dst = b->port.ipv4();
-    p.udp.src_port = 0xC000;
-    p.bth.opcode = opcode;
-    p.bth.dest_qp = b->qp->qpn();
-    p.bth.psn = psn & wire::kPsnMask;
+    wire::RocePacket p = frame_between(*a, *b, opcode, b->qp->qpn(), psn & wire::kPsnMask);
     p.aeth.syndrome = syndrome;
     std::vector<uint8_t> payload(payload_len, kForged);
     p.payload = payload.data();

@@ -7,16 +7,21 @@
 
 namespace ndnic::nic::testing {
 
-wire::RocePacket Hostile::request(uint8_t opcode, uint32_t dest_qp, uint32_t psn) const {
+wire::RocePacket frame_between(const Node& from, const Node& to, uint8_t opcode, uint32_t dest_qp, uint32_t psn) {
   wire::RocePacket p;
-  std::memcpy(p.eth.dst, b->port.mac().addr_bytes, 6);
-  std::memcpy(p.eth.src, a->port.mac().addr_bytes, 6);
-  p.ip4.src = a->port.ipv4();
-  p.ip4.dst = b->port.ipv4();
+  std::memcpy(p.eth.dst, to.port.mac().addr_bytes, 6);
+  std::memcpy(p.eth.src, from.port.mac().addr_bytes, 6);
+  p.ip4.src = from.port.ipv4();
+  p.ip4.dst = to.port.ipv4();
   p.udp.src_port = 0xC000;
   p.bth.opcode = opcode;
   p.bth.dest_qp = dest_qp;
   p.bth.psn = psn;
+  return p;
+}
+
+wire::RocePacket Hostile::request(uint8_t opcode, uint32_t dest_qp, uint32_t psn) const {
+  wire::RocePacket p = frame_between(*a, *b, opcode, dest_qp, psn);
   p.bth.ack_req = true;
   return p;
 }

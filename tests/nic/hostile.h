@@ -10,6 +10,10 @@
 
 namespace ndnic::nic::testing {
 
+/// A frame from `from`'s port to `to`'s (UDP source port 0xC000): addresses, opcode, destination
+/// QP and PSN filled in.
+wire::RocePacket frame_between(const Node& from, const Node& to, uint8_t opcode, uint32_t dest_qp, uint32_t psn);
+
 class Hostile : public TwoNodes {
  protected:
   /// A request from A's port to B's QP `dest_qp`: addresses, UDP port, AckReq filled in.
