@@ -98,8 +98,8 @@ uint32_t Agent::World::random32() { return secure_random32(); }
 
 // ---- start, stop -----------------------------------------------------------------------------
 
-Agent::Agent(nic::Device& dev, const glue::Port& port, Config config)
-    : dev_(dev), cfg_(usable(std::move(config))), io_(dev, cfg_),
+Agent::Agent(nic::Device& dev, const glue::Port& port, Config config, DropTx drop_tx)
+    : dev_(dev), cfg_(usable(std::move(config))), io_(dev, cfg_, std::move(drop_tx)),
       sm_(cfg_, port.ipv4(), mads::ca_guid(port.mac().addr_bytes), world_) {}
 
 Agent::~Agent() { stop(); }

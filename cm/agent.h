@@ -32,7 +32,7 @@ namespace ndnic::cm {
 
 class Agent {
  public:
-  Agent(nic::Device& dev, const glue::Port& port, Config config = {});
+  Agent(nic::Device& dev, const glue::Port& port, Config config = {}, DropTx drop_tx = {});
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;

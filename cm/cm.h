@@ -26,6 +26,10 @@ constexpr size_t kConnectDataLen = wire::cm::kReqPrivateDataLen - wire::cm::kCma
 constexpr size_t kAcceptDataLen = wire::cm::kRepPrivateDataLen;   // 196
 constexpr size_t kRejectDataLen = wire::cm::kRejPrivateDataLen;   // 148
 
+/// A test's hook on MAD I/O (Agent's constructor): a MAD for which it returns true is not
+/// sent (counted as dropped). Runs under the agent's lock: it must not call the agent.
+using DropTx = std::function<bool(const wire::cm::CmMad&)>;
+
 /// Connection states, named as Linux ib_cm names them (IB_CM_*).
 enum class State : uint8_t {
   kIdle,          ///< unknown, finished, or never started

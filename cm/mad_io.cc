@@ -15,9 +15,9 @@ constexpr unsigned kPollBurst = 32;
 
 }  // namespace
 
-MadIo::MadIo(nic::Device& dev, const Config& cfg)
+MadIo::MadIo(nic::Device& dev, const Config& cfg, DropTx drop_tx)
     : dev_(dev), recv_depth_(cfg.recv_depth), send_depth_(cfg.send_depth), path_mtu_(cfg.path_mtu),
-      drop_tx_(cfg.drop_tx) {}
+      drop_tx_(std::move(drop_tx)) {}
 
 bool MadIo::open(std::string* error) {
   pd_ = dev_.alloc_pd();

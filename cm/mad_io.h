@@ -17,8 +17,8 @@ namespace ndnic::cm {
 
 class MadIo {
  public:
-  /// Uses cfg's recv_depth, send_depth, path_mtu and drop_tx.
-  MadIo(nic::Device& dev, const Config& cfg);
+  /// Uses cfg's recv_depth, send_depth and path_mtu; drop_tx: a test's hook, or none.
+  MadIo(nic::Device& dev, const Config& cfg, DropTx drop_tx = {});
   ~MadIo() { close(); }
   MadIo(const MadIo&) = delete;
   MadIo& operator=(const MadIo&) = delete;
@@ -52,7 +52,7 @@ class MadIo {
 
   nic::Device& dev_;
   uint32_t recv_depth_, send_depth_, path_mtu_;
-  std::function<bool(const wire::cm::CmMad&)> drop_tx_;
+  DropTx drop_tx_;
   Counters counters_;
   uint32_t pd_ = 0;
   nic::Cq* send_cq_ = nullptr;

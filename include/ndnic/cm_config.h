@@ -4,11 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
-
-namespace ndnic::wire::cm {
-struct CmMad;
-}
 
 namespace ndnic::cm {
 
@@ -32,9 +27,6 @@ struct Config {
   /// A request nobody accepts or rejects is refused (REJ "timeout") after the REQ's sender would
   /// have given up on it, but never later than this.
   uint32_t max_request_wait_ms = 60000;
-  /// Test hook: a MAD for which this returns true is not sent (counted as dropped). Runs under
-  /// the agent's lock: it must not call the agent.
-  std::function<bool(const wire::cm::CmMad&)> drop_tx;
 };
 
 }  // namespace ndnic::cm

@@ -93,12 +93,13 @@ class CmAgentTest : public CmPairTest<CmNode> {
     unlink(capture_.c_str());
   }
 
-  void make_agent(Node& n, Config cfg = calm_config()) {
-    n.cm = std::make_unique<Agent>(n.dev, n.port, std::move(cfg));
+  void make_agent(Node& n, Config cfg = calm_config(), DropTx drop = {}) {
+    n.cm = std::make_unique<Agent>(n.dev, n.port, std::move(cfg), std::move(drop));
   }
-  void start_agents(Config ca = calm_config(), Config cb = calm_config()) {
-    make_agent(a, std::move(ca));
-    make_agent(b, std::move(cb));
+  /// `da`, `db`: the MADs A and B lose on their way out.
+  void start_agents(Config ca = calm_config(), Config cb = calm_config(), DropTx da = {}, DropTx db = {}) {
+    make_agent(a, std::move(ca), std::move(da));
+    make_agent(b, std::move(cb), std::move(db));
     ASSERT_TRUE(a.cm->start()) << a.cm->error();
     ASSERT_TRUE(b.cm->start()) << b.cm->error();
   }
@@ -254,10 +255,9 @@ TEST_F(CmAgentTest, LostRepAndRtuAreAnsweredAgain) {
   // B loses its first REP, A its first RTU. A's REQ retry meets B in REP_SENT: the REP again.
   // B's REP retry meets A in ESTABLISHED: the RTU again (Linux cm_dup_rep_handler).
   std::atomic<int> reps{0}, rtus{0};
-  Config ca = fast_config(8), cb = fast_config(8);
-  ca.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRtu && rtus++ == 0; };
-  cb.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRep && reps++ == 0; };
-  start_agents(std::move(ca), std::move(cb));
+  start_agents(fast_config(8), fast_config(8),
+               [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRtu && rtus++ == 0; },
+               [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRep && reps++ == 0; });
   ConnId ida, idb;
   establish(&ida, &idb);
   EXPECT_EQ(a.cm->counters().dropped_tx, 1u);
@@ -294,9 +294,8 @@ TEST_F(RnrRetryCountTest, ThePassiveSideUsesTheReqs) { sender_gives_up_at_once(/
 
 TEST_F(CmAgentTest, LostDrepIsAnsweredAgainFromTimewait) {
   std::atomic<int> dreps{0};
-  Config cb = fast_config(8);
-  cb.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDrep && dreps++ == 0; };
-  start_agents(fast_config(8), std::move(cb));
+  start_agents(fast_config(8), fast_config(8), {},
+               [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDrep && dreps++ == 0; });
   ConnId ida, idb;
   establish(&ida, &idb);
   ASSERT_TRUE(a.cm->disconnect(ida));
@@ -402,13 +401,13 @@ TEST_F(CmAgentTest, LostRejOfTheRepIsSentAgain) {
   // A's REJ of the REP is lost: B's REP retry finds A in TIMEWAIT and gets the REJ again.
   std::atomic<int> rejs{0};
   Config ca = fast_config(8);
-  ca.drop_tx = [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRej && rejs++ == 0; };
   // A's TIMEWAIT (ACK timeout + its REQ timer: 1074 + 130 ms) far over B's REP retry period
   // (128 ms), so that the retry finds it even on a loaded machine (with 256 + 130 ms it did
   // not, once, at load 7). After TIMEWAIT the REP would get a REJ all the same (unknown comm
   // ID: kRefused), just not this one.
   ca.ack_timeout = 18;
-  start_agents(std::move(ca), fast_config(8));
+  start_agents(std::move(ca), fast_config(8),
+               [&](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrRej && rejs++ == 0; });
   ConnId ida, idb;
   establish(&ida, &idb, /*defer_rtu=*/true);
   ASSERT_TRUE(a.ev.wait(EventKind::kConnectResponse)) << a.ev.kinds();

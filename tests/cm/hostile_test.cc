@@ -235,8 +235,9 @@ class CmHostileTest : public CmPairTest<Node> {
     return n.dev.create_qp(caps);
   }
 
-  void start_agents(Config ca = calm_config(), Config cb = calm_config()) {
-    a.cm = std::make_unique<Agent>(a.dev, a.port, std::move(ca));
+  /// `da`: the MADs A loses on their way out.
+  void start_agents(Config ca = calm_config(), Config cb = calm_config(), DropTx da = {}) {
+    a.cm = std::make_unique<Agent>(a.dev, a.port, std::move(ca), std::move(da));
     b.cm = std::make_unique<Agent>(b.dev, b.port, std::move(cb));
     ASSERT_TRUE(a.cm->start()) << a.cm->error();
     ASSERT_TRUE(b.cm->start()) << b.cm->error();
@@ -445,9 +446,8 @@ TEST_F(CmHostileTest, ForgedRtuDoesNotCompleteAnAccept) {
 
 TEST_F(CmHostileTest, ForgedDrepDoesNotEndADisconnect) {
   // A's DREQs never reach B: only a DREP from B could end A's disconnect before its retries.
-  Config ca = calm_config();
-  ca.drop_tx = [](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDreq; };
-  ASSERT_NO_FATAL_FAILURE(start_agents(std::move(ca)));
+  ASSERT_NO_FATAL_FAILURE(
+      start_agents(calm_config(), calm_config(), [](const ib::CmMad& m) { return m.hdr.attr_id == ib::kAttrDreq; }));
   ConnId ida, idb;
   ASSERT_NO_FATAL_FAILURE(establish(&ida, &idb));
   ASSERT_TRUE(a.cm->disconnect(ida));

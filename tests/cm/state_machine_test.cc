@@ -31,7 +31,7 @@ constexpr uint32_t kQpnB = 0x22;
 
 /// Short timers: a REQ try is 2 * 1 ms + 128 ms, three retries; an ACK timeout of 64 ms.
 const Config kTestConfig{
-    .cm_response_timeout = 15, .max_cm_retries = 3, .packet_life_time = 8, .ack_timeout = 14, .drop_tx = {}};
+    .cm_response_timeout = 15, .max_cm_retries = 3, .packet_life_time = 8, .ack_timeout = 14};
 
 /// What the state machine asked of one QP: kept by the test, since a connection that ends
 /// takes its QP handle with it.
