@@ -15,26 +15,24 @@ void allreduce(const std::vector<std::size_t>& lengths, int iterations, std::vec
 
   for (std::size_t length : lengths) {
     std::vector<std::int64_t> mine(length), sum(length);
-    Row row{"allreduce", length * sizeof(std::int64_t), iterations, 0, 0, 0};
-    double timed = 0;
+    std::vector<double> seconds;
+    std::uint64_t errors = 0;
     for (int it = 0; it < iterations; ++it) {
       for (std::size_t i = 0; i < length; ++i)
         mine[i] = (rank + 1) * static_cast<std::int64_t>(i + 1 + it);
       const double t0 = MPI_Wtime();
       MPI_Allreduce(mine.data(), sum.data(), static_cast<int>(length), MPI_INT64_T, MPI_SUM,
                     MPI_COMM_WORLD);
-      timed += MPI_Wtime() - t0;
+      seconds.push_back(MPI_Wtime() - t0);
       for (std::size_t i = 0; i < length; ++i) {
         const std::int64_t want = static_cast<std::int64_t>(i + 1 + it) * rank_sum;
         if (sum[i] == want) continue;
-        if (row.errors++ == 0)
+        if (errors++ == 0)
           std::fprintf(stderr, "mismatch: allreduce of %zu, iteration %d, element %zu is %lld, expected %lld\n",
                        length, it, i, static_cast<long long>(sum[i]), static_cast<long long>(want));
       }
     }
-    row.usec = timed / iterations * 1e6;
-    row.mbytes_per_s = static_cast<double>(row.bytes) / (timed / iterations) / 1e6;
-    rows.push_back(row);
+    rows.push_back(timed_row("allreduce", length * sizeof(std::int64_t), std::move(seconds), errors));
   }
 }
 

@@ -17,10 +17,16 @@ struct Row {
   std::string part;      ///< which part measured it: pingpong, allreduce, exchange
   std::size_t bytes;     ///< bytes per message (allreduce: the vector; exchange: all messages one way)
   int iterations;        ///< how many times it was timed
-  double usec;           ///< pingpong: half a round trip; the others: one whole operation
-  double mbytes_per_s;   ///< bytes moved one way per second, in 10^6 B/s
+  double median_usec;    ///< the typical time of one: pingpong half a round trip, else one operation
+  double mean_usec;      ///< the mean of the same times
+  double mbytes_per_s;   ///< bytes over the mean time, in 10^6 B/s (one way)
   std::uint64_t errors;  ///< mismatches (bytes, elements, lengths) this rank saw
 };
+
+/// The row of a part that moved bytes in each of the timed seconds (one entry per iteration);
+/// the median keeps a machine's scheduling stalls out of the typical figure, the mean does not.
+Row timed_row(std::string part, std::size_t bytes, std::vector<double> seconds,
+              std::uint64_t errors);
 
 /// Fills a message with the pattern of (key, sender, offset): a message of another iteration,
 /// size or direction, or shifted, does not pass check_pattern.

@@ -28,8 +28,8 @@ void exchange(int iterations, std::vector<Row>& rows) {
     in[m].resize(kSizes[m]);
     total += kSizes[m];
   }
-  Row row{"exchange", total, iterations, 0, 0, 0};
-  double timed = 0;
+  std::vector<double> seconds;
+  std::uint64_t errors = 0;
 
   for (int it = 0; it < iterations; ++it) {
     for (std::size_t m = 0; m < kSizes.size(); ++m) fill_pattern(out[m], (m << 32) | it, rank);
@@ -44,16 +44,14 @@ void exchange(int iterations, std::vector<Row>& rows) {
       MPI_Isend(out[m].data(), static_cast<int>(kSizes[m]), MPI_BYTE, peer, static_cast<int>(m),
                 MPI_COMM_WORLD, &requests[kSizes.size() + m]);
     MPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
-    timed += MPI_Wtime() - t0;
+    seconds.push_back(MPI_Wtime() - t0);
     for (std::size_t m = 0; m < kSizes.size(); ++m) {
       const std::string what = describe(m, it, peer);
-      row.errors += check_length(statuses[m], kSizes[m], what) +
+      errors += check_length(statuses[m], kSizes[m], what) +
                     check_pattern(in[m], (m << 32) | it, peer, what);
     }
   }
-  row.usec = timed / iterations * 1e6;
-  row.mbytes_per_s = static_cast<double>(total) / (timed / iterations) / 1e6;
-  rows.push_back(row);
+  rows.push_back(timed_row("exchange", total, std::move(seconds), errors));
 }
 
 }  // namespace ndnic_mpi

@@ -53,14 +53,14 @@ bool parse(int argc, char** argv, Options& o) {
 
 void print_table(const std::vector<ndnic_mpi::Row>& rows, const std::vector<std::uint64_t>& errors,
                  int iterations) {
-  std::printf("ndnic_mpi_check: 2 ranks, %d timed iterations per line; pingpong usec is half a "
-              "round trip, MB/s are 10^6 B/s one way\n", iterations);
-  std::printf("%-10s %10s %10s %12s %12s %10s\n", "part", "bytes", "iterations", "usec", "MB/s",
-              "mismatches");
+  std::printf("ndnic_mpi_check: 2 ranks, %d timed iterations per line; pingpong's time is half a "
+              "round trip; MB/s: 10^6 B/s one way, over the mean time\n", iterations);
+  std::printf("%-10s %10s %10s %12s %12s %12s %10s\n", "part", "bytes", "iterations",
+              "median_usec", "mean_usec", "MB/s", "mismatches");
   for (std::size_t r = 0; r < rows.size(); ++r)
-    std::printf("%-10s %10zu %10d %12.2f %12.2f %10llu\n", rows[r].part.c_str(), rows[r].bytes,
-                rows[r].iterations, rows[r].usec, rows[r].mbytes_per_s,
-                static_cast<unsigned long long>(errors[r]));
+    std::printf("%-10s %10zu %10d %12.2f %12.2f %12.2f %10llu\n", rows[r].part.c_str(),
+                rows[r].bytes, rows[r].iterations, rows[r].median_usec, rows[r].mean_usec,
+                rows[r].mbytes_per_s, static_cast<unsigned long long>(errors[r]));
 }
 
 }  // namespace

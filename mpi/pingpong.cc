@@ -30,31 +30,29 @@ void pingpong(const std::vector<std::size_t>& sizes, int iterations, bool corrup
   for (std::size_t k = 0; k < sizes.size(); ++k) {
     const std::size_t bytes = sizes[k];
     const int count = static_cast<int>(bytes);
-    Row row{"pingpong", bytes, iterations, 0, 0, 0};
-    double timed = 0;
+    std::vector<double> half_trips;
+    std::uint64_t errors = 0;
     for (int it = -kWarmup; it < iterations; ++it) {
       const std::uint64_t key = (k << 32) | static_cast<std::uint32_t>(it);
       const std::span<std::uint8_t> msg(out.data(), bytes), got(in.data(), bytes);
       fill_pattern(msg, key, rank);
+      if (corrupt_one && rank == 1 && bytes > 0 && k == sizes.size() / 2 && it == iterations - 1)
+        msg[bytes / 2] ^= 0x01;
       MPI_Status status;
+      const double t0 = MPI_Wtime();
       if (rank == 0) {
-        const double t0 = MPI_Wtime();
         MPI_Send(out.data(), count, MPI_BYTE, peer, kTag, MPI_COMM_WORLD);
         MPI_Recv(in.data(), count, MPI_BYTE, peer, kTag, MPI_COMM_WORLD, &status);
-        if (it >= 0) timed += MPI_Wtime() - t0;
       } else {
-        if (corrupt_one && bytes > 0 && k == sizes.size() / 2 && it == iterations - 1)
-          msg[bytes / 2] ^= 0x01;
         MPI_Recv(in.data(), count, MPI_BYTE, peer, kTag, MPI_COMM_WORLD, &status);
         MPI_Send(out.data(), count, MPI_BYTE, peer, kTag, MPI_COMM_WORLD);
       }
+      // Rank 0's times are the round trips the table shows; rank 1's include its wait.
+      if (it >= 0) half_trips.push_back((MPI_Wtime() - t0) / 2);
       const std::string what = describe(bytes, it, peer);
-      row.errors += check_length(status, bytes, what) + check_pattern(got, key, peer, what);
+      errors += check_length(status, bytes, what) + check_pattern(got, key, peer, what);
     }
-    const double half_trip = timed / iterations / 2;
-    row.usec = half_trip * 1e6;
-    row.mbytes_per_s = static_cast<double>(bytes) / half_trip / 1e6;
-    rows.push_back(row);
+    rows.push_back(timed_row("pingpong", bytes, std::move(half_trips), errors));
   }
 }
 

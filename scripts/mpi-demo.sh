@@ -33,8 +33,8 @@ if [ ! -x "$prog" ]; then
   exit 1
 fi
 if [[ "$provider" == *ndnic* && ! -f "$build/fabric/libndnic-fi.so" ]]; then
-  echo "mpi-demo: SKIP: provider $provider asked for, but $build/fabric/libndnic-fi.so is not built;"
-  echo "  NDNIC_MPI_PROVIDER='tcp;ofi_rxm' runs the same over libfabric's TCP provider"
+  echo "mpi-demo SKIPPED: provider $provider, but $build/fabric/libndnic-fi.so is not built" \
+    "(NDNIC_MPI_PROVIDER='tcp;ofi_rxm' runs the same over libfabric's TCP provider)"
   exit 77
 fi
 mkdir -p "$logs"

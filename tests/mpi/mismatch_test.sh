@@ -26,7 +26,7 @@ if [ "$rc" = 1 ]; then echo "ok    mpi-demo exits 1"; else echo "FAIL  mpi-demo 
 expect "the spoiled byte is named" 1 \
   "^mismatch: pingpong 1024 B, iteration $((kIterations - 1)), from rank 1, byte 512 of 1024 is "
 expect "no other mismatch is reported" 1 '^mismatch: '
-expect "one mismatch on the 1024 B line" 1 "^pingpong +1024 +$kIterations +[0-9.]+ +[0-9.]+ +1\$"
+expect "one mismatch on the 1024 B line" 1 "^pingpong +1024 +$kIterations +[0-9.]+ +[0-9.]+ +[0-9.]+ +1\$"
 expect "none on the 14 other lines" 14 '^(pingpong|allreduce|exchange) .* 0$'
 expect "the program says FAIL" 1 '^ndnic_mpi_check: FAIL, 1 mismatches'
 expect "mpi-demo says FAIL" 1 '^mpi-demo: FAIL \(mpirun exited [1-9][0-9]*; ndnic_mpi_check did not say PASS\)$'
