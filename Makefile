@@ -1,12 +1,13 @@
 # ndnic: two commands on a fresh Debian 12 machine (as root):
 #   make demo   - install what is missing, build, run the demo
 #   make test   - install what is missing, build, run every test (what CI runs)
-# Other targets: make build, make bench, make interop, make container-demo, make clean.
+# Other targets: make build, make bench, make interop, make container-demo, make mpi-demo,
+# make clean.
 
 BUILD ?= build
 MESON_TEST_ARGS ?=
 
-.PHONY: all deps hugepages setup build test demo bench interop container-demo clean
+.PHONY: all deps hugepages setup build test demo bench interop container-demo mpi-demo clean
 
 all: build
 
@@ -45,6 +46,12 @@ interop: build
 # what it set up and puts back what the engine changed on the host.
 container-demo:
 	@scripts/container-demo.sh
+
+# An MPI program (mpi/ndnic_mpi_check: ping-pong, Allreduce, a non-blocking exchange, all
+# checked) as two ranks under mpirun, Open MPI's ofi MTL over the libfabric provider
+# NDNIC_MPI_PROVIDER (default "ndnic;ofi_rxm"; "tcp;ofi_rxm" is libfabric's TCP, the baseline).
+mpi-demo: build hugepages
+	@scripts/mpi-demo.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD)

@@ -19,6 +19,8 @@ PKGS=(
   tshark iproute2 procps
   # the interop suite's own verbs peer, built here and run in the Soft-RoCE guest
   libibverbs-dev librdmacm-dev
+  # MPI over libfabric (make mpi-demo, the suite mpi): Open MPI with its ofi MTL, libfabric
+  openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
   # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
   python3 gnuplot-nox
 )
