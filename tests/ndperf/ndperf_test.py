@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+import vhost_pair  # noqa: E402
+
 TIMEOUT_S = 120
 ALL = ["send_bw", "write_bw", "read_bw", "atomic_bw", "send_lat", "write_lat", "read_lat", "sendinv",
        "raw_bw", "raw_lat", "memcpy"]
@@ -330,36 +333,19 @@ def vhost(tool, args):
         sock = pathlib.Path(d) / "vhost.sock"
         server_json, client_json = os.path.join(d, "s.json"), os.path.join(d, "c.json")
 
-        def start_server(json_path):
+        def server_cmd(json_path):
             # One processor for each side's device worker; the applications wait with Notify.
-            return subprocess.Popen(
-                [tool, "--lcores", "0@(0,1),1@0", "--", "--server", f"--dev=net_vhost0,iface={sock}",
-                 "--ip=198.18.61.1", "--json", json_path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            return [tool, "--lcores", "0@(0,1),1@0", "--", "--server", f"--dev=net_vhost0,iface={sock}",
+                    "--ip=198.18.61.1", "--json", json_path]
 
         def client_cmd(extra):
             return [tool, "--lcores", "0@(0,1),1@1", "--", "--client", "198.18.61.1",
                     f"--dev=net_virtio_user0,path={sock}", "--ip=198.18.61.2", "--retry=10"] + extra
 
-        def wait_sock():
-            for _ in range(200):
-                if sock.exists():
-                    return
-                time.sleep(0.05)
-
         started = time.monotonic()
-        server = start_server(server_json)
-        try:
-            wait_sock()
-            c = run(client_cmd(args + ["--json", client_json]))
-            server_out, _ = server.communicate(timeout=TIMEOUT_S)
-        finally:
-            if server.poll() is None:
-                server.kill()
-        out = "".join(f"[server] {l}\n" for l in server_out.splitlines()) + c.stdout
-        if server.returncode != 0 or c.returncode != 0:
-            fail(f"server exit {server.returncode}, client exit {c.returncode}", out)
-        if "server listening on port" not in server_out:
-            fail("the server did not say it listens", out)
+        c, server_rc, server_out = vhost_pair.run_pair(
+            server_cmd(server_json), sock, lambda: run(client_cmd(args + ["--json", client_json])), TIMEOUT_S)
+        out = vhost_pair.check_served(fail, server_rc, server_out, c.returncode, c.stdout)
         report = json.loads(pathlib.Path(client_json).read_text())
         rows = check_report(args, report, out, mode="client")
         check_console(report, c.stdout)
@@ -373,17 +359,12 @@ def vhost(tool, args):
         # The client interrupted: it finishes its size, tells the server no more tests come,
         # and both exit 0.
         sock.unlink(missing_ok=True)
-        server = start_server(server_json)
-        try:
-            wait_sock()
-            rc, cout, cerr, took = interrupt(client_cmd(["-T", "send_bw,write_bw", "-D", "30"]), 2.5)
-            server_out, _ = server.communicate(timeout=30)
-        finally:
-            if server.poll() is None:
-                server.kill()
-        out = "".join(f"[server] {l}\n" for l in server_out.splitlines()) + cout + cerr
-        if rc != 0 or server.returncode != 0:
-            fail(f"after the client's SIGINT: client exit {rc}, server exit {server.returncode}", out)
+        (rc, cout, cerr, took), server_rc, server_out = vhost_pair.run_pair(
+            server_cmd(server_json), sock,
+            lambda: interrupt(client_cmd(["-T", "send_bw,write_bw", "-D", "30"]), 2.5), 30)
+        out = vhost_pair.both_output(server_out, cout + cerr)
+        if rc != 0 or server_rc != 0:
+            fail(f"after the client's SIGINT: client exit {rc}, server exit {server_rc}", out)
         if not re.search(r"^ 65536\s+\d+\s+\d", cout, re.M) or "RDMA_Write BW" in cout:
             fail("the interrupted client did not report send_bw alone", out)
         print(f"ndperf over vhost-user, client interrupted: both exit 0 (client {took:.2f} s after SIGINT)")

@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "fixtures"))
+import vhost_pair  # noqa: E402
+
 TIMEOUT_S = 60
 HEADER = re.compile(r"^\s*Size\s+Iter\s+Latency\s+CPU\s+Bytes/Sec\s*$")
 ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+\.\d\d)\s+(\d+\.\d\d)\s+(\d+)\s*$")
@@ -137,26 +140,13 @@ def vhost(tool, args):
     with tempfile.TemporaryDirectory(prefix="ndping-vhost.") as d:
         sock = pathlib.Path(d) / "vhost.sock"
         # One processor for each device's worker; the applications block (-b) on completions.
-        server = subprocess.Popen(
-            [tool, "--lcores", "0@(0,1),1@0", "--", "-S", f"--dev=net_vhost0,iface={sock}", "--ip=198.18.60.1",
-             "-b"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        try:
-            for _ in range(200):
-                if sock.exists():
-                    break
-                time.sleep(0.05)
-            client_args = ["-c", "198.18.60.1", f"--dev=net_virtio_user0,path={sock}", "--ip=198.18.60.2", "-b",
-                           "--retry=10"] + args
-            c = run([tool, "--lcores", "0@(0,1),1@1", "--"] + client_args)
-            server_out, _ = server.communicate(timeout=TIMEOUT_S)
-        finally:
-            if server.poll() is None:
-                server.kill()
-    out = "".join(f"[server] {l}\n" for l in server_out.splitlines()) + c.stdout
-    if server.returncode != 0 or c.returncode != 0:
-        fail(f"server exit {server.returncode}, client exit {c.returncode}", out)
-    if "server listening on port" not in server_out:
-        fail("the server did not say it listens", out)
+        server_cmd = [tool, "--lcores", "0@(0,1),1@0", "--", "-S", f"--dev=net_vhost0,iface={sock}",
+                      "--ip=198.18.60.1", "-b"]
+        client_args = ["-c", "198.18.60.1", f"--dev=net_virtio_user0,path={sock}", "--ip=198.18.60.2", "-b",
+                       "--retry=10"] + args
+        c, server_rc, server_out = vhost_pair.run_pair(
+            server_cmd, sock, lambda: run([tool, "--lcores", "0@(0,1),1@1", "--"] + client_args), TIMEOUT_S)
+    vhost_pair.check_served(fail, server_rc, server_out, c.returncode, c.stdout)
     check_table(name, args, c.stdout)
 
 
