@@ -404,13 +404,13 @@ void Device::for_each_qp(const std::function<void(const Qp&)>& fn) const {
 }
 
 void Device::set_faults(const FaultConfig* f) {
-  // Installed while the shards are quiet (before traffic, or in poll mode between polls).
+  // Each shard swaps its switches between two iterations (a control request): a worker may be
+  // in the middle of a burst through the old ones, which are freed here only afterwards.
   for (auto& s : impl_->shards) {
-    s->fault_rx.reset();
-    s->fault_tx.reset();
-    if (!f) continue;
-    if (f->rx.any()) s->fault_rx = std::make_unique<FaultSwitch>(f->rx, f->seed * 2 + s->index);
-    if (f->tx.any()) s->fault_tx = std::make_unique<FaultSwitch>(f->tx, f->seed * 2 + 1 + s->index);
+    ControlCmd cmd{ControlCmd::kSetFaults};
+    if (f && f->rx.any()) cmd.fault_rx = std::make_unique<FaultSwitch>(f->rx, f->seed * 2 + s->index);
+    if (f && f->tx.any()) cmd.fault_tx = std::make_unique<FaultSwitch>(f->tx, f->seed * 2 + 1 + s->index);
+    impl_->run_control(*s, cmd);
   }
 }
 

@@ -206,6 +206,11 @@ void Shard::apply(ControlCmd* cmd) {
     case ControlCmd::kBarrier:  // the shard holds no reference across iterations
       cmd->ok = true;
       break;
+    case ControlCmd::kSetFaults:
+      fault_rx.swap(cmd->fault_rx);
+      fault_tx.swap(cmd->fault_tx);
+      cmd->ok = true;
+      break;
   }
   flush_completions();  // a flush on the way to ERROR is seen when the command returns
   flush_tx();

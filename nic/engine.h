@@ -36,8 +36,11 @@ constexpr unsigned kCqBatches = 4;            ///< CQs staged at once by one sha
 
 /// A control request from the application thread, applied by the owning shard.
 struct ControlCmd {
-  enum Kind : uint8_t { kAttachQp, kDetachQp, kModifyQp, kBarrier } kind;
+  enum Kind : uint8_t { kAttachQp, kDetachQp, kModifyQp, kBarrier, kSetFaults } kind;
   Qp::Impl* qp = nullptr;
+  /// kSetFaults: the shard's new switches; the old ones come back here, to be freed by the
+  /// caller once the shard no longer looks at them.
+  std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   QpState to = QpState::kReset;
   QpAttr attr;
   bool ok = false;

@@ -192,7 +192,8 @@ class Device {
   /// that lock, and the counters fn reads may lag them by a few packets.
   void for_each_qp(const std::function<void(const Qp&)>& fn) const;
 
-  /// Installs (or with nullptr removes) the fault-injection switch on the packet path.
+  /// Installs (or with nullptr removes) the fault-injection switch on the packet path, also
+  /// while the workers run (each takes the new switch between two of its iterations).
   void set_faults(const FaultConfig* faults);
 
   DeviceImpl* impl() { return impl_.get(); }
