@@ -19,6 +19,8 @@ PKGS=(
   tshark iproute2 procps
   # the interop suite's own verbs peer, built here and run in the Soft-RoCE guest
   libibverbs-dev librdmacm-dev
+  # the libfabric provider (fabric/) and its tests: fi_info, fi_pingpong
+  libfabric-dev libfabric-bin
   # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
   python3 gnuplot-nox
 )
