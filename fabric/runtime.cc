@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <rdma/providers/fi_log.h>
 
@@ -166,6 +167,11 @@ Runtime* runtime() {
 void shutdown_runtime() {
   std::lock_guard lk(g_mu);
   if (!g_runtime) return;
+  // A virtio_user port says goodbye on its vhost-user socket, whose server may have exited
+  // already: that write must not kill the application (SIGPIPE) as it exits.
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &ignore, &old);
   g_runtime->agent->stop();
   g_runtime->agent.reset();
   g_runtime->dev.close();
@@ -173,6 +179,7 @@ void shutdown_runtime() {
   delete g_runtime;
   g_runtime = nullptr;
   glue::eal_cleanup();
+  sigaction(SIGPIPE, &old, nullptr);
 }
 
 }  // namespace ndnic::fabric
