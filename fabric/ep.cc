@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include <rdma/providers/fi_log.h>
+
 #include "cm/agent.h"
 #include "fabric/enosys.h"
 #include "fabric/objects.h"
@@ -19,7 +21,10 @@ int ep_enable(Ep* ep) {
   nic::Device& dev = ep->rt->dev;
   if (!ep->tx_cq || !ep->rx_cq) {
     ep->spare_cq = dev.create_cq(uint32_t(std::max(ep->info->tx_attr->size, ep->info->rx_attr->size)));
-    if (!ep->spare_cq) return -FI_ENOMEM;
+    if (!ep->spare_cq) {
+      FI_WARN(&g_prov, FI_LOG_EP_CTRL, "no engine CQ for the unbound side of an endpoint\n");
+      return -FI_ENOMEM;
+    }
   }
   nic::QpCaps caps;
   caps.send_cq = ep->tx_cq ? ep->tx_cq->ncq : ep->spare_cq;
@@ -28,7 +33,11 @@ int ep_enable(Ep* ep) {
   caps.max_send_wr = uint32_t(ep->info->tx_attr->size);
   caps.max_recv_wr = uint32_t(ep->info->rx_attr->size);
   ep->qp = dev.create_qp(caps);
-  if (!ep->qp) return -FI_ENOMEM;
+  if (!ep->qp) {
+    FI_WARN(&g_prov, FI_LOG_EP_CTRL, "the engine refused a QP (tx %u, rx %u entries): %zu QPs exist\n",
+            caps.max_send_wr, caps.max_recv_wr, dev.qp_count());
+    return -FI_ENOMEM;
+  }
   if (!ep->qp->modify(nic::QpState::kInit, {})) {
     dev.destroy_qp(ep->qp);
     ep->qp = nullptr;

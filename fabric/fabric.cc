@@ -1,5 +1,6 @@
 // The provider's descriptor (fi_prov_ini), the fabric, the domain and memory registration.
 #include <rdma/fi_domain.h>
+#include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
 #include "fabric/enosys.h"
@@ -61,13 +62,16 @@ uint32_t access_bits(uint64_t access) {
   return a;
 }
 
-int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t, uint64_t, uint64_t flags, fid_mr** out,
+int mr_reg(fid* f, const void* buf, size_t len, uint64_t access, uint64_t, uint64_t, uint64_t, fid_mr** out,
            void* context) {
-  if (f->fclass != FI_CLASS_DOMAIN || !out || flags) return -FI_EINVAL;
+  if (f->fclass != FI_CLASS_DOMAIN || !out) return -FI_EINVAL;
   Domain* d = reinterpret_cast<Domain*>(f);
   nic::MrKeys keys;
   // A zero-length region still needs a key (an application may register an empty buffer).
-  if (!d->rt->dev.register_mr(d->pd, buf, len ? len : 1, access_bits(access), &keys)) return -FI_EINVAL;
+  if (!d->rt->dev.register_mr(d->pd, buf, len ? len : 1, access_bits(access), &keys)) {
+    FI_WARN(&g_prov, FI_LOG_MR, "the engine refused a region of %zu bytes at %p\n", len, buf);
+    return -FI_EINVAL;
+  }
   auto* mr = new Mr;
   mr->domain = d;
   mr->lkey = keys.lkey;
