@@ -87,6 +87,29 @@ ssize_t post_recv(Ep* ep, const iovec* iov, void** desc, size_t count, void* con
   return posted ? 0 : -FI_EAGAIN;
 }
 
+/// Any send-side call: the request's fields in libfabric's order.
+ssize_t post(fid_ep* f, nic::WrOpcode op, const iovec* iov, void** desc, size_t count, uint64_t addr, uint64_t key,
+             uint64_t data, uint64_t flags, bool completion, void* context) {
+  Request r;
+  r.opcode = op;
+  r.iov = iov;
+  r.desc = desc;
+  r.count = count;
+  r.remote_addr = addr;
+  r.key = key;
+  r.data = data;
+  r.flags = flags;
+  r.completion = completion;
+  r.context = context;
+  return post_send(as_ep(f), r);
+}
+
+/// A message send (no remote address).
+ssize_t send_common(fid_ep* f, const iovec* iov, void** desc, size_t count, uint64_t data, uint64_t flags,
+                    bool completion, void* context) {
+  return post(f, nic::WrOpcode::kSend, iov, desc, count, 0, 0, data, flags, completion, context);
+}
+
 // ---- messages -----------------------------------------------------------------------------
 
 ssize_t msg_recvv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
@@ -100,19 +123,6 @@ ssize_t msg_recv(fid_ep* f, void* buf, size_t len, void* desc, fi_addr_t src, vo
 
 ssize_t msg_recvmsg(fid_ep* f, const fi_msg* m, uint64_t) {
   return post_recv(as_ep(f), m->msg_iov, m->desc, m->iov_count, m->context);
-}
-
-ssize_t send_common(fid_ep* f, const iovec* iov, void** desc, size_t count, uint64_t data, uint64_t flags,
-                    bool completion, void* context) {
-  Request r;
-  r.iov = iov;
-  r.desc = desc;
-  r.count = count;
-  r.data = data;
-  r.flags = flags;
-  r.completion = completion;
-  r.context = context;
-  return post_send(as_ep(f), r);
 }
 
 ssize_t msg_sendv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t, void* context) {
@@ -146,25 +156,9 @@ ssize_t msg_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi
 
 // ---- RMA ----------------------------------------------------------------------------------
 
-ssize_t rma_common(fid_ep* f, nic::WrOpcode op, const iovec* iov, void** desc, size_t count, uint64_t addr,
-                   uint64_t key, uint64_t data, uint64_t flags, bool completion, void* context) {
-  Request r;
-  r.opcode = op;
-  r.iov = iov;
-  r.desc = desc;
-  r.count = count;
-  r.remote_addr = addr;
-  r.key = key;
-  r.data = data;
-  r.flags = flags;
-  r.completion = completion;
-  r.context = context;
-  return post_send(as_ep(f), r);
-}
-
 ssize_t rma_readv(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t, uint64_t addr, uint64_t key,
                   void* context) {
-  return rma_common(f, nic::WrOpcode::kRead, iov, desc, count, addr, key, 0, 0, wants_completion(as_ep(f), 0),
+  return post(f, nic::WrOpcode::kRead, iov, desc, count, addr, key, 0, 0, wants_completion(as_ep(f), 0),
                     context);
 }
 
@@ -179,13 +173,13 @@ bool one_range(const fi_msg_rma* m) { return m->rma_iov_count == 1 && m->rma_iov
 
 ssize_t rma_readmsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
   if (!one_range(m)) return -FI_EINVAL;
-  return rma_common(f, nic::WrOpcode::kRead, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
+  return post(f, nic::WrOpcode::kRead, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
                     m->rma_iov[0].key, 0, flags, wants_completion(as_ep(f), flags), m->context);
 }
 
 ssize_t rma_writev(fid_ep* f, const iovec* iov, void** desc, size_t count, fi_addr_t, uint64_t addr, uint64_t key,
                    void* context) {
-  return rma_common(f, nic::WrOpcode::kWrite, iov, desc, count, addr, key, 0, 0, wants_completion(as_ep(f), 0),
+  return post(f, nic::WrOpcode::kWrite, iov, desc, count, addr, key, 0, 0, wants_completion(as_ep(f), 0),
                     context);
 }
 
@@ -197,26 +191,26 @@ ssize_t rma_write(fid_ep* f, const void* buf, size_t len, void* desc, fi_addr_t 
 
 ssize_t rma_writemsg(fid_ep* f, const fi_msg_rma* m, uint64_t flags) {
   if (!one_range(m)) return -FI_EINVAL;
-  return rma_common(f, nic::WrOpcode::kWrite, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
+  return post(f, nic::WrOpcode::kWrite, m->msg_iov, m->desc, m->iov_count, m->rma_iov[0].addr,
                     m->rma_iov[0].key, m->data, flags, wants_completion(as_ep(f), flags), m->context);
 }
 
 ssize_t rma_writedata(fid_ep* f, const void* buf, size_t len, void* desc, uint64_t data, fi_addr_t, uint64_t addr,
                       uint64_t key, void* context) {
   const iovec iov{const_cast<void*>(buf), len};
-  return rma_common(f, nic::WrOpcode::kWrite, &iov, &desc, 1, addr, key, data, FI_REMOTE_CQ_DATA,
+  return post(f, nic::WrOpcode::kWrite, &iov, &desc, 1, addr, key, data, FI_REMOTE_CQ_DATA,
                     wants_completion(as_ep(f), 0), context);
 }
 
 ssize_t rma_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t, uint64_t addr, uint64_t key) {
   const iovec iov{const_cast<void*>(buf), len};
-  return rma_common(f, nic::WrOpcode::kWrite, &iov, nullptr, 1, addr, key, 0, FI_INJECT, false, nullptr);
+  return post(f, nic::WrOpcode::kWrite, &iov, nullptr, 1, addr, key, 0, FI_INJECT, false, nullptr);
 }
 
 ssize_t rma_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi_addr_t, uint64_t addr,
                        uint64_t key) {
   const iovec iov{const_cast<void*>(buf), len};
-  return rma_common(f, nic::WrOpcode::kWrite, &iov, nullptr, 1, addr, key, data, FI_INJECT | FI_REMOTE_CQ_DATA,
+  return post(f, nic::WrOpcode::kWrite, &iov, nullptr, 1, addr, key, data, FI_INJECT | FI_REMOTE_CQ_DATA,
                     false, nullptr);
 }
 
