@@ -252,6 +252,12 @@ std::string peer_shutdown(Side& s, Conn& c) {
 
 std::string peer_ignore(Side&, Conn&) { return "ok"; }
 
+/// The peer process vanishes with the connection up: no DREQ, no ACK, nothing more.
+std::string peer_vanish(Side&, Conn&) {
+  if (write(g_ctl, "ok", 2) < 0) _exit(1);
+  _exit(0);
+}
+
 struct Scenario {
   const char* name;
   size_t recv_len;   ///< receive posted before fi_accept (0: none)
@@ -262,6 +268,7 @@ constexpr Scenario kScenarios[] = {
     {"rma", 64, peer_rma},                   {"bad_key", 64, peer_wait_shutdown},
     {"too_small", 16, peer_recv_too_small},  {"active_shutdown", 64, peer_wait_shutdown},
     {"peer_shutdown", 64, peer_shutdown},    {"reject", 0, peer_ignore},
+    {"vanish", 64, peer_vanish},
 };
 
 std::string peer_scenario(Side& s, const Scenario& sc) {
@@ -315,6 +322,7 @@ Side* g_side = nullptr;
 class Provider : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    if (g_side) return;  // one side per process, for every suite here
     setenv("FI_NDNIC_DEV", ("net_virtio_user0,path=" + g_sock + ",queues=1,server=1").c_str(), 1);
     setenv("FI_NDNIC_IP", kActiveIp, 1);
     setenv("FI_NDNIC_EAL_ARGS", "-l 0", 1);
@@ -446,6 +454,23 @@ TEST_F(Provider, RejectCarriesThePeersData) {
   EXPECT_EQ(ev.err, FI_ECONNREFUSED);
   EXPECT_EQ(ev.data, (std::vector<uint8_t>{'n', 'o'}));
   EXPECT_EQ(verdict(), "ok");
+}
+
+// Last (the peer is gone after it): a send to a vanished peer ends in an error completion
+// (transport retries exhausted) and the connection in FI_SHUTDOWN; nothing hangs.
+class ProviderPeerGone : public Provider {};
+
+TEST_F(ProviderPeerGone, SendToAVanishedPeerIsAnErrorCompletion) {
+  start("vanish");
+  EXPECT_EQ(verdict(), "ok");
+  ASSERT_EQ(fi_send(conn_.ep, s().buf.data(), 64, fi_mr_desc(s().mr), 0, &conn_), 0);
+  Comp c = next(conn_.tx, 30000);
+  ASSERT_FALSE(c.timed_out);
+  EXPECT_EQ(c.err, FI_ETIMEDOUT) << c.text;
+  EXPECT_EQ(c.e.op_context, &conn_);
+  EXPECT_NE(c.text.find("retries exhausted"), std::string::npos) << c.text;
+  Ev ev = next_event(s().eq, 30000);
+  EXPECT_EQ(ev.event, uint32_t(FI_SHUTDOWN));
 }
 
 /// Runs this binary with --getinfo-only under `env`; its exit status and stderr.
