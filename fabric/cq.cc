@@ -139,14 +139,10 @@ int cq_signal(fid_cq* f) {
 }
 
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
-  const char* text = prov_errno > 0 && prov_errno <= int(nic::WcStatus::kBadResponse)
-                         ? status_text(nic::WcStatus(prov_errno))
-                         : "unknown ndnic completion status";
-  if (buf && len) {
-    std::snprintf(buf, len, "%s", text);
-    return buf;
-  }
-  return text;
+  return put_text(prov_errno > 0 && prov_errno <= int(nic::WcStatus::kBadResponse)
+                      ? status_text(nic::WcStatus(prov_errno))
+                      : "unknown ndnic completion status",
+                  buf, len);
 }
 
 int cq_close(fid* f) {
@@ -159,18 +155,10 @@ int cq_close(fid* f) {
 }
 
 int cq_control(fid* f, int command, void* arg) {
-  Cq* cq = reinterpret_cast<Cq*>(f);
-  if (command != FI_GETWAIT || !arg) return -FI_ENOSYS;
-  *static_cast<int*>(arg) = cq->ncq->event_fd();
-  return 0;
+  return getwait(command, arg, reinterpret_cast<Cq*>(f)->ncq->event_fd());
 }
 
-fi_ops make_cq_fid_ops() {
-  fi_ops o = fid_ops_with_close(cq_close);
-  o.control = cq_control;
-  return o;
-}
-fi_ops g_cq_fid_ops = make_cq_fid_ops();
+fi_ops g_cq_fid_ops = fid_ops_with_wait_fd(cq_close, cq_control);
 fi_ops_cq g_cq_ops{sizeof(fi_ops_cq), cq_read, cq_readfrom, cq_readerr, cq_sread, cq_sreadfrom, cq_signal, cq_strerror};
 
 }  // namespace
@@ -179,15 +167,18 @@ const char* status_text(nic::WcStatus s) {
   switch (s) {
     case nic::WcStatus::kSuccess: return "success";
     case nic::WcStatus::kLocalLength: return "local length error: the receive buffer is too small for the message";
-    case nic::WcStatus::kLocalProtection: return "local protection error: a buffer outside its region, or a bad descriptor";
+    case nic::WcStatus::kLocalProtection:
+      return "local protection error: a buffer outside its region, or a bad descriptor";
     case nic::WcStatus::kLocalQpOperation: return "local QP operation error: the request is invalid for this endpoint";
     case nic::WcStatus::kWrFlushed: return "flushed: the endpoint's connection ended before the request ran";
     case nic::WcStatus::kMwBind: return "memory window bind error";
     case nic::WcStatus::kRemoteAccess: return "remote access error: the peer refused the key, address or rights";
-    case nic::WcStatus::kRemoteInvalidRequest: return "remote invalid request: the peer could not take the message (receive too small?)";
+    case nic::WcStatus::kRemoteInvalidRequest:
+      return "remote invalid request: the peer could not take the message (receive too small?)";
     case nic::WcStatus::kRemoteOperation: return "remote operational error";
     case nic::WcStatus::kRetryExceeded: return "transport retries exhausted: the peer does not answer";
-    case nic::WcStatus::kRnrRetryExceeded: return "receiver not ready: the peer posted no receive, RNR retries exhausted";
+    case nic::WcStatus::kRnrRetryExceeded:
+      return "receiver not ready: the peer posted no receive, RNR retries exhausted";
     case nic::WcStatus::kInvalidation: return "invalidation error";
     case nic::WcStatus::kBadResponse: return "bad response from the peer";
   }

@@ -21,5 +21,11 @@ struct Enosys<R (*)(A...)> {
 
 /// The fid-level operations nobody here needs (bind, control, ops_open, tostr, ops_set).
 fi_ops fid_ops_with_close(int (*close)(fid*));
+/// The same, with a control() that answers FI_GETWAIT for a CQ or EQ with its event fd.
+fi_ops fid_ops_with_wait_fd(int (*close)(fid*), int (*control)(fid*, int, void*));
+/// control()'s FI_GETWAIT answer: fd into *arg; anything else -FI_ENOSYS.
+int getwait(int command, void* arg, int fd);
+/// A *_strerror answer: `text`, copied into the caller's buffer when it gives one.
+const char* put_text(const char* text, char* buf, size_t len);
 
 }  // namespace ndnic::fabric

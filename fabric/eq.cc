@@ -88,12 +88,8 @@ ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_
 }
 
 const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) {
-  const char* text = prov_errno ? "the peer's connection manager refused (REJ reason in prov_errno)" : "no detail";
-  if (buf && len) {
-    std::snprintf(buf, len, "%s", text);
-    return buf;
-  }
-  return text;
+  return put_text(prov_errno ? "the peer's connection manager refused (REJ reason in prov_errno)" : "no detail", buf,
+                  len);
 }
 
 int eq_close(fid* f) {
@@ -106,19 +102,9 @@ int eq_close(fid* f) {
   return 0;
 }
 
-int eq_control(fid* f, int command, void* arg) {
-  Eq* eq = reinterpret_cast<Eq*>(f);
-  if (command != FI_GETWAIT || !arg) return -FI_ENOSYS;
-  *static_cast<int*>(arg) = eq->efd;
-  return 0;
-}
+int eq_control(fid* f, int command, void* arg) { return getwait(command, arg, reinterpret_cast<Eq*>(f)->efd); }
 
-fi_ops make_eq_fid_ops() {
-  fi_ops o = fid_ops_with_close(eq_close);
-  o.control = eq_control;
-  return o;
-}
-fi_ops g_eq_fid_ops = make_eq_fid_ops();
+fi_ops g_eq_fid_ops = fid_ops_with_wait_fd(eq_close, eq_control);
 fi_ops_eq g_eq_ops{sizeof(fi_ops_eq), eq_read, eq_readerr, eq_write, eq_sread, eq_strerror};
 
 }  // namespace

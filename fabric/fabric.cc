@@ -3,6 +3,8 @@
 #include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <cstdio>
+
 #include "fabric/enosys.h"
 #include "fabric/objects.h"
 
@@ -149,6 +151,24 @@ fi_ops fid_ops_with_close(int (*close)(fid*)) {
   NDNIC_ENOSYS(o, tostr);
   NDNIC_ENOSYS(o, ops_set);
   return o;
+}
+
+fi_ops fid_ops_with_wait_fd(int (*close)(fid*), int (*control)(fid*, int, void*)) {
+  fi_ops o = fid_ops_with_close(close);
+  o.control = control;
+  return o;
+}
+
+int getwait(int command, void* arg, int fd) {
+  if (command != FI_GETWAIT || !arg) return -FI_ENOSYS;
+  *static_cast<int*>(arg) = fd;
+  return 0;
+}
+
+const char* put_text(const char* text, char* buf, size_t len) {
+  if (!buf || !len) return text;
+  std::snprintf(buf, len, "%s", text);
+  return buf;
 }
 
 int fabric_open(fi_fabric_attr* attr, fid_fabric** out, void* context) {

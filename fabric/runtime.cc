@@ -140,7 +140,8 @@ void define_params() {
   fi_param_define(&g_prov, "eal_args", FI_PARAM_STRING,
                   "Extra DPDK EAL arguments, blank-separated (default: -l 0 --no-pci, memory chosen "
                   "by ndnic: hugepages if free, else --no-huge).");
-  fi_param_define(&g_prov, "mtu", FI_PARAM_INT, "RoCE path MTU offered to peers: 256, 512, 1024, 2048, 4096 (default: 1024).");
+  fi_param_define(&g_prov, "mtu", FI_PARAM_INT,
+                  "RoCE path MTU offered to peers: 256, 512, 1024, 2048, 4096 (default: 1024).");
   fi_param_define(&g_prov, "lcore", FI_PARAM_INT,
                   "A worker lcore that runs the engine (automatic progress); unset: the application's "
                   "calls drive it (manual progress). It joins EAL's -l list unless FI_NDNIC_EAL_ARGS gives one.");

@@ -73,14 +73,14 @@ esac
 
 # fi_pingpong's control channel is TCP over loopback; a port of our own keeps parallel runs apart.
 CTRL_PORT=$((20000 + $$ % 20000))
-env "${server_env[@]}" timeout -k 5 120 fi_pingpong -p "$prov" -e "$ep" -B "$CTRL_PORT" "$@" >"$DIR/server.log" 2>&1 &
+env "${server_env[@]}" timeout -k 5 200 fi_pingpong -p "$prov" -e "$ep" -B "$CTRL_PORT" "$@" >"$DIR/server.log" 2>&1 &
 pid_server=$!
 # The client connects to the control port once: wait until the server listens on it.
 for _ in $(seq 200); do ss -ltnH "sport = :$CTRL_PORT" | grep -q . && break; sleep 0.05; done
 ss -ltnH "sport = :$CTRL_PORT" | grep -q . || { cat "$DIR/server.log"; fail "the server does not listen"; }
 
 rc_client=0 rc_server=0
-env "${client_env[@]}" timeout -k 5 120 fi_pingpong -p "$prov" -e "$ep" -P "$CTRL_PORT" "$@" 127.0.0.1 \
+env "${client_env[@]}" timeout -k 5 200 fi_pingpong -p "$prov" -e "$ep" -P "$CTRL_PORT" "$@" 127.0.0.1 \
   >"$DIR/client.log" 2>&1 || rc_client=$?
 wait "$pid_server" || rc_server=$?
 pid_server=

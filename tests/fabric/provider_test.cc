@@ -212,7 +212,8 @@ std::string peer_send_imm(Side& s, Conn& c) {
 std::string peer_big(Side& s, Conn& c) {
   Comp r = next(c.rx);
   if (r.timed_out || r.err) return "no receive completion: " + r.text;
-  if (r.e.len != kBig || !filled(s.buf.data(), kBig, 3)) return "64 KiB message damaged, len " + std::to_string(r.e.len);
+  if (r.e.len != kBig || !filled(s.buf.data(), kBig, 3))
+    return "64 KiB message damaged, len " + std::to_string(r.e.len);
   return "ok";
 }
 
