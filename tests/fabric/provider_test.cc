@@ -231,6 +231,18 @@ std::string peer_rma(Side& s, Conn& c) {
   return filled(s.buf.data() + kBig, 4096, 42) ? "ok" : "the write did not land";
 }
 
+std::string peer_msg_forms(Side& s, Conn& c) {
+  uint64_t where[2] = {reinterpret_cast<uint64_t>(s.buf.data() + kBig), fi_mr_key(s.mr)};
+  if (fi_send(c.ep, where, sizeof where, nullptr, 0, nullptr)) return "fi_send failed";
+  if (Comp t = next(c.tx); t.timed_out || t.err) return "address send failed: " + t.text;
+  // The active side injects a write, then a two-piece sendmsg with data: in order on the QP.
+  Comp r = next(c.rx);
+  if (r.timed_out || r.err) return "no sendmsg completion: " + r.text;
+  if (r.e.len != 300 || !(r.e.flags & FI_REMOTE_CQ_DATA) || r.e.data != kImm) return "sendmsg completion wrong";
+  if (!filled(s.buf.data(), 300, 5)) return "sendmsg's two pieces did not arrive as one message";
+  return filled(s.buf.data() + kBig, 100, 77) ? "ok" : "the injected write did not land";
+}
+
 std::string peer_wait_shutdown(Side& s, Conn& c) {
   Ev ev = next_event(s.eq);
   if (ev.event != FI_SHUTDOWN) return "no FI_SHUTDOWN (event " + std::to_string(ev.event) + ")";
@@ -269,7 +281,7 @@ constexpr Scenario kScenarios[] = {
     {"rma", 64, peer_rma},                   {"bad_key", 64, peer_wait_shutdown},
     {"too_small", 16, peer_recv_too_small},  {"active_shutdown", 64, peer_wait_shutdown},
     {"peer_shutdown", 64, peer_shutdown},    {"reject", 0, peer_ignore},
-    {"vanish", 64, peer_vanish},
+    {"msg_forms", 512, peer_msg_forms},      {"vanish", 64, peer_vanish},
 };
 
 std::string peer_scenario(Side& s, const Scenario& sc) {
@@ -408,6 +420,46 @@ TEST_F(Provider, ReadWriteAndWriteData) {
     ASSERT_EQ(w.err, 0) << w.text;
     EXPECT_TRUE(w.e.flags & FI_WRITE);
   }
+  EXPECT_EQ(verdict(), "ok");
+}
+
+TEST_F(Provider, MsgFormsAndInjectWrite) {
+  start("msg_forms");
+  Comp a = next(conn_.rx);
+  ASSERT_EQ(a.err, 0) << a.text;
+  uint64_t where[2];
+  std::memcpy(where, s().buf.data() + kBig, sizeof where);
+  uint8_t* local = s().buf.data();
+  void* desc[2] = {fi_mr_desc(s().mr), fi_mr_desc(s().mr)};
+  fill(local, 100, 77);
+  ASSERT_EQ(fi_inject_write(conn_.ep, local, 100, 0, where[0], where[1]), 0);
+  // Read it back in two pieces with readmsg (after the write: RC keeps them in order).
+  iovec back[2] = {{local + 1000, 30}, {local + 1030, 70}};
+  fi_rma_iov rma{where[0], 100, where[1]};
+  fi_msg_rma rm{};
+  rm.msg_iov = back;
+  rm.desc = desc;
+  rm.iov_count = 2;
+  rm.rma_iov = &rma;
+  rm.rma_iov_count = 1;
+  rm.context = local;
+  ASSERT_EQ(fi_readmsg(conn_.ep, &rm, FI_COMPLETION), 0);
+  Comp rd = next(conn_.tx);  // the read's only: an inject has none
+  ASSERT_EQ(rd.err, 0) << rd.text;
+  EXPECT_EQ(rd.e.op_context, local);
+  EXPECT_TRUE(filled(local + 1000, 100, 77));
+  fill(local, 300, 5);
+  iovec iov[2] = {{local, 200}, {local + 200, 100}};
+  fi_msg m{};
+  m.msg_iov = iov;
+  m.desc = desc;
+  m.iov_count = 2;
+  m.context = &conn_;
+  m.data = kImm;
+  ASSERT_EQ(fi_sendmsg(conn_.ep, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION), 0);
+  Comp t = next(conn_.tx);
+  ASSERT_EQ(t.err, 0) << t.text;
+  EXPECT_EQ(t.e.op_context, &conn_);
   EXPECT_EQ(verdict(), "ok");
 }
 
