@@ -2,7 +2,7 @@
 """Holds the tree to its header rules (issue #14): which headers each part may include.
 
   include/ndnic/   public: anyone may include these ("ndnic/nic.h").
-  a library        (wire/, pmd_glue/, nic/, cm/, nd_frontend/, telemetry/) includes its own
+  a library        (wire/, pmd_glue/, nic/, cm/, nd_frontend/, fabric/, telemetry/) includes its own
                    headers, the public ones, and the headers a lower library declares in its
                    meson.build as its interface to the layers above (`--layer LIB HEADER...`).
   tools/           programs: the public headers and the tools' own (tools/...), nothing else;
@@ -17,7 +17,7 @@ import pathlib
 import re
 import sys
 
-LIBRARIES = ('wire', 'pmd_glue', 'nic', 'cm', 'nd_frontend', 'telemetry')
+LIBRARIES = ('wire', 'pmd_glue', 'nic', 'cm', 'nd_frontend', 'fabric', 'telemetry')
 PROGRAMS = ('tests/interop/nd_peer',)
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 SUFFIXES = ('.h', '.cc', '.cpp', '.c')

@@ -19,8 +19,9 @@ PKGS=(
   tshark iproute2 procps
   # the interop suite's own verbs peer, built here and run in the Soft-RoCE guest
   libibverbs-dev librdmacm-dev
-  # MPI over libfabric (make mpi-demo, the suite mpi): Open MPI with its ofi MTL, libfabric
-  openmpi-bin libopenmpi-dev libfabric-dev libfabric-bin
+  # the libfabric provider (fabric/) and its tests (fi_info, fi_pingpong); MPI over it (make
+  # mpi-demo, the suite mpi): Open MPI with its ofi MTL
+  libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
   # test drivers (fuzz runner, ndpcap CLI test, the test summary line)
   python3 gnuplot-nox
 )
