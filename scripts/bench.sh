@@ -13,6 +13,8 @@
 # (workers|thread) forces one. On fewer processors than busy threads the figures measure the
 # scheduler as much as ndnic (ratios, not absolute claims). The goals belong here, not to timed
 # tests: a miss is reported, never a failure. Everything is also written to BUILD/bench.json.
+# Last, libfabric: fi_pingpong over the ndnic provider beside libfabric's tcp provider on the
+# same veth pair and cores (scripts/bench-fabric.sh, BUILD/bench-fabric.json).
 #
 #   scripts/bench.sh BUILD            NDNIC_BENCH_MICRO=0 skips the microbenchmarks
 set -euo pipefail
@@ -129,3 +131,7 @@ for name, mode, what, v, op, goal, fig in ratios:
 json.dump(report, open(out, "w"), indent=1)
 print("\nJSON: %s" % out)
 PY
+
+echo
+echo "== libfabric: fi_pingpong, ndnic provider vs tcp provider (scripts/bench-fabric.sh)"
+"$(dirname "$0")/bench-fabric.sh" "$BUILD"
