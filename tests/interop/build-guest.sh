@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds (or finds in the cache) the interop guest: Debian 12's kernel with rdma_rxe as an
 # uncompressed vmlinux, and a busybox initramfs with rdma-core's libraries, ibv_rc_pingpong and
-# rping (librdmacm, on the kernel's rdma_cm).
+# rping (librdmacm, on the kernel's rdma_cm), and libfabric's fi_pingpong (its verbs provider).
 # No debootstrap and no image: the .debs are unpacked with dpkg -x and the initramfs is the
 # whole guest. Prints the directory holding vmlinux and initrd.cpio on its last line.
 #
@@ -14,15 +14,16 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${NDNIC_INTEROP_CACHE:-/var/tmp/ndnic-interop}
 # ibverbs-utils brings ibv_rc_pingpong; rdmacm-utils brings rping; perftest brings
-# ib_{send,write,read}_{bw,lat}; iproute2 brings `rdma` (creates rxe0) and `ip`; the rest are
+# ib_{send,write,read}_{bw,lat}; libfabric-bin brings fi_pingpong; iproute2 brings `rdma` (creates rxe0) and `ip`; the rest are
 # their shared libraries, checked below.
 readonly kGuestPackages="busybox-static libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libibverbs1
   ibverbs-providers ibverbs-utils librdmacm1 rdmacm-utils perftest libibumad3 libpci3 pci.ids iproute2 libmnl0 libbsd0 libmd0 libelf1 zlib1g libbpf1 libcap2
-  libselinux1 libpcre2-8-0 libdb5.3 libxtables12 libudev1"
+  libselinux1 libpcre2-8-0 libdb5.3 libxtables12 libudev1
+  libfabric1 libfabric-bin libpsm2-2 libpsm-infinipath1 libatomic1 libuuid1 libnuma1"
 # rdma_rxe and what it needs, rdma_ucm (rdma_cm for librdmacm), plus the virtio NIC; their
 # dependencies come with them.
 readonly kModules="rdma_rxe ib_uverbs rdma_ucm crc32_generic virtio_pci virtio_net"
-readonly kBinaries="usr/bin/ibv_rc_pingpong usr/bin/rping usr/bin/ib_send_bw usr/bin/ib_read_lat usr/bin/ibv_devinfo bin/ip usr/bin/rdma"
+readonly kBinaries="usr/bin/ibv_rc_pingpong usr/bin/rping usr/bin/ib_send_bw usr/bin/ib_read_lat usr/bin/ibv_devinfo bin/ip usr/bin/rdma usr/bin/fi_pingpong"
 
 log() { echo "build-guest: $*" >&2; }
 
@@ -71,6 +72,10 @@ cp -a "$S/lib/x86_64-linux-gnu" "$R/lib/"
 cp -a "$S/lib64/." "$R/lib64/"
 cp -a "$S/usr/lib/x86_64-linux-gnu" "$R/usr/lib/"
 rm -rf "$R/usr/lib/x86_64-linux-gnu/gconv"
+# libpsm-infinipath1 puts its library aside and links it through alternatives in its postinst,
+# which dpkg -x does not run: the link that libfabric's loader looks for is made here.
+cp -a "$S/usr/lib/libpsm1" "$R/usr/lib/"
+ln -s "/usr/lib/libpsm1/$(cd "$S/usr/lib/libpsm1" && ls libpsm_infinipath.so.1.*)" "$R/usr/lib/x86_64-linux-gnu/libpsm_infinipath.so.1"
 cp -a "$S/etc/libibverbs.d" "$S/etc/iproute2" "$S/etc/libnl-3" "$R/etc/"
 cp -a "$S/usr/bin/." "$R/usr/bin/"
 cp -a "$S/sbin/." "$R/sbin/"
@@ -99,6 +104,9 @@ for b in $kBinaries; do
 done
 echo "root:x:0:0:root:/root:/bin/sh" > "$R/etc/passwd"
 echo "root:x:0:" > "$R/etc/group"
+# libfabric's verbs provider resolves "localhost" for a server given no address (fi_pingpong's).
+echo "127.0.0.1 localhost" > "$R/etc/hosts"
+echo "hosts: files" > "$R/etc/nsswitch.conf"
 install -m 755 "$HERE/guest-init.sh" "$R/init"
 (cd "$R" && find . -print0 | cpio --null -o -H newc --quiet) > "$W/initrd.cpio"
 

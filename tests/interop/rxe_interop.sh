@@ -6,6 +6,7 @@
 #   rping.sh     rdma-core's rping (librdmacm) <-> nd_rping (ND v1 API), both roles
 #   perftest.sh  perftest's ib_{send,write,read}_{bw,lat} <-> ndperf --perftest, both roles
 #   verbs.sh     tests/interop/verbs_peer (libibverbs) <-> nd_peer (ND v1 + extension)
+#   fabric.sh    fi_pingpong -p verbs (Debian's libfabric) <-> fi_pingpong -p ndnic, both roles
 #
 #   rxe_interop.sh BUILD_DIR   (as root; meson's 'interop' suite and `make interop`)
 #
@@ -47,7 +48,7 @@ readonly kGuestTimeout=1800 # seconds for the whole guest run
 readonly kGuestGrace=20     # seconds the guest gets to finish a case after the host's side ended
 ACCEL=${ACCEL:-tcg}
 LOGS=${NDNIC_INTEROP_LOGS:-/tmp/ndnic-interop-logs}
-TOOLS=${TOOLS:-pingpong rping perftest verbs}
+TOOLS=${TOOLS:-pingpong rping perftest verbs fabric}
 
 for t in $TOOLS; do
   [ -f "$HERE/cases/$t.sh" ] && source "$HERE/cases/$t.sh"
