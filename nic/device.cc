@@ -407,7 +407,8 @@ void Device::set_faults(const FaultConfig* f) {
   // Each shard swaps its switches between two iterations (a control request): a worker may be
   // in the middle of a burst through the old ones, which are freed here only afterwards.
   for (auto& s : impl_->shards) {
-    ControlCmd cmd{ControlCmd::kSetFaults};
+    ControlCmd cmd;
+    cmd.kind = ControlCmd::kSetFaults;
     if (f && f->rx.any()) cmd.fault_rx = std::make_unique<FaultSwitch>(f->rx, f->seed * 2 + s->index);
     if (f && f->tx.any()) cmd.fault_tx = std::make_unique<FaultSwitch>(f->tx, f->seed * 2 + 1 + s->index);
     impl_->run_control(*s, cmd);
