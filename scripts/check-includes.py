@@ -64,7 +64,7 @@ def allowed(kind, owner, inc, layers):
 
 def main(argv):
     if len(argv) < 2:
-        print(__doc__.strip().splitlines()[-3], file=sys.stderr)
+        print(next(l for l in __doc__.splitlines() if l.startswith('Usage:')), file=sys.stderr)
         return 2
     root = pathlib.Path(argv[1]).resolve()
     layers = parse_layers(argv[2:])
@@ -74,7 +74,7 @@ def main(argv):
         if path.suffix not in SUFFIXES or not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if rel.startswith(('build', '.')) or '/build' in rel.split('/', 1)[0]:
+        if rel.startswith(('build', '.')):  # build trees (build, build-asan) and dot folders
             continue
         kind, owner = part_of(rel)
         if kind is None:
