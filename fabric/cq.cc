@@ -55,11 +55,19 @@ void refill(Cq* cq) {
   cq->held.insert(cq->held.end(), buf, buf + n);
 }
 
+/// With every kept completion read: a CQ that lost completions says so, once as an error entry
+/// (FI_EOVERRUN, for fi_cq_readerr) and from then on as the read's result, as fi_cq(3) asks:
+/// an overrun CQ is fatal. The engine has put the QPs whose completions were lost in error.
+ssize_t overrun_status(Cq* cq) {
+  if (!cq->ncq->overrun()) return -FI_EAGAIN;
+  return cq->overrun_said ? -FI_EOVERRUN : -FI_EAVAIL;
+}
+
 ssize_t cq_read(fid_cq* f, void* buf, size_t count) {
   Cq* cq = reinterpret_cast<Cq*>(f);
   std::lock_guard lk(cq->mu);
   if (cq->held.size() < count) refill(cq);
-  if (cq->held.empty()) return -FI_EAGAIN;
+  if (cq->held.empty()) return overrun_status(cq);
   if (cq->held.front().status != nic::WcStatus::kSuccess) return -FI_EAVAIL;
   size_t n = 0;
   auto* out = static_cast<uint8_t*>(buf);
@@ -81,6 +89,13 @@ ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t) {
   Cq* cq = reinterpret_cast<Cq*>(f);
   std::lock_guard lk(cq->mu);
   if (cq->held.empty()) refill(cq);
+  if (cq->held.empty() && overrun_status(cq) == -FI_EAVAIL) {
+    cq->overrun_said = true;
+    *e = {};
+    e->err = FI_EOVERRUN;
+    e->prov_errno = kProvErrnoOverrun;
+    return 1;
+  }
   if (cq->held.empty() || cq->held.front().status == nic::WcStatus::kSuccess) return -FI_EAGAIN;
   cq->last_error = cq->held.front();
   cq->held.pop_front();
@@ -139,6 +154,9 @@ int cq_signal(fid_cq* f) {
 }
 
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) {
+  if (prov_errno == kProvErrnoOverrun)
+    return put_text("completion queue overrun: completions were lost (the CQ is smaller than the requests "
+                    "outstanding); its endpoints' connections were ended", buf, len);
   return put_text(prov_errno > 0 && prov_errno <= int(nic::WcStatus::kBadResponse)
                       ? status_text(nic::WcStatus(prov_errno))
                       : "unknown ndnic completion status",
@@ -203,7 +221,7 @@ int cq_trywait(Cq* cq) {
   std::lock_guard lk(cq->mu);
   cq->ncq->wait(0);  // take a past signal off the event fd, so that poll() sleeps
   cq->ncq->arm(false);
-  return cq->held.empty() && cq->ncq->queued() == 0 ? 0 : -FI_EAGAIN;
+  return cq->held.empty() && cq->ncq->queued() == 0 && !(cq->ncq->overrun() && !cq->overrun_said) ? 0 : -FI_EAGAIN;
 }
 
 int cq_open(fid_domain* fd, fi_cq_attr* attr, fid_cq** out, void* context) {

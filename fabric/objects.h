@@ -61,6 +61,7 @@ struct Cq {
   std::deque<nic::Completion> held;       ///< polled from the engine, not yet returned
   nic::Completion last_error{};           ///< err_data of the last fi_cq_readerr points here
   std::atomic<bool> signaled{false};      ///< fi_cq_signal: the next sread returns at once
+  bool overrun_said = false;              ///< the FI_EOVERRUN error entry was read
   std::atomic<int> refs{0};               ///< endpoints bound to it
 };
 
@@ -158,6 +159,9 @@ int ensure_enabled(Ep* ep);
 
 /// Address helpers (info.cc).
 sockaddr_in make_sin(uint32_t ipv4, uint16_t port);
+
+/// prov_errno of the FI_EOVERRUN entry: no engine status, the CQ itself lost completions.
+constexpr int kProvErrnoOverrun = 0x100;
 
 /// The text of an engine status (fi_cq_strerror) and its libfabric error number.
 const char* status_text(nic::WcStatus s);

@@ -70,6 +70,14 @@ bool read_settings(Settings* s, std::string* why) {
     }
     s->lcore = lcore;
   }
+  int rnr = 7;
+  if (fi_param_get_int(&g_prov, "rnr_retry", &rnr) == FI_SUCCESS) {
+    if (rnr < 0 || rnr > 7) {
+      *why = "FI_NDNIC_RNR_RETRY=" + std::to_string(rnr) + " is not an RNR retry count (0 .. 6, or 7: no limit)";
+      return false;
+    }
+    s->rnr_retry = uint8_t(rnr);
+  }
   return true;
 }
 
@@ -118,6 +126,7 @@ bool bring_up(Runtime* rt, std::string* why) {
   rt->app_driven = rt->dev.app_driven();
   cm::Config cc;
   cc.path_mtu = s.path_mtu;
+  cc.rnr_retry_count = s.rnr_retry;
   rt->agent = std::make_unique<cm::Agent>(rt->dev, rt->port, cc);
   if (!rt->agent->start()) {
     *why = "the connection manager: " + rt->agent->error();
@@ -145,6 +154,11 @@ void define_params() {
   fi_param_define(&g_prov, "lcore", FI_PARAM_INT,
                   "A worker lcore that runs the engine (automatic progress); unset: the application's "
                   "calls drive it (manual progress). It joins EAL's -l list unless FI_NDNIC_EAL_ARGS gives one.");
+  // The IB CM carries the count in the REQ and REP: each side names how often the other may
+  // retry a send that found no receive posted here (Linux's rdma_cm always asks for 7).
+  fi_param_define(&g_prov, "rnr_retry", FI_PARAM_INT,
+                  "How many times a peer retries a message that finds no receive posted here before "
+                  "its send fails (FI_ENORX): 0 .. 6, or 7 (the default): retry without limit.");
 }
 
 Runtime* runtime() {

@@ -26,6 +26,7 @@ struct Settings {
   std::string eal_args;        ///< FI_NDNIC_EAL_ARGS, split on blanks
   uint32_t path_mtu = 1024;    ///< FI_NDNIC_MTU: RoCE path MTU (256 .. 4096)
   int lcore = -1;              ///< FI_NDNIC_LCORE: a worker lcore runs the engine; -1: the application's calls do
+  uint8_t rnr_retry = 7;       ///< FI_NDNIC_RNR_RETRY: RNR retries asked of peers sending to us (7: no limit)
 };
 
 /// Declares the FI_NDNIC_* parameters (fi_info -e lists them).

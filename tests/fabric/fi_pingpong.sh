@@ -51,7 +51,7 @@ case $MODE in
       fail "fi_info -p 'ndnic;ofi_rxm' exited $?: $out"
     grep -q "provider: ndnic;ofi_rxm" <<<"$out" || fail "ofi_rxm does not layer over ndnic: $out"
     out=$(timeout -k 5 60 fi_info -e 2>&1) || fail "fi_info -e exited $?"
-    for v in FI_NDNIC_DEV FI_NDNIC_IP FI_NDNIC_EAL_ARGS FI_NDNIC_MTU FI_NDNIC_LCORE; do
+    for v in FI_NDNIC_DEV FI_NDNIC_IP FI_NDNIC_EAL_ARGS FI_NDNIC_MTU FI_NDNIC_LCORE FI_NDNIC_RNR_RETRY; do
       grep -q "$v" <<<"$out" || fail "fi_info -e does not list $v"
     done
     # Without a device the provider says so and lists nothing.

@@ -88,12 +88,13 @@ struct Conn {
   fid_cq* tx = nullptr;
   fid_cq* rx = nullptr;
 
-  int open(Side& s, fi_info* info) {
+  int open(Side& s, fi_info* info, size_t tx_cq_size = 256) {
     fi_cq_attr ca{};
     ca.format = FI_CQ_FORMAT_DATA;
     ca.wait_obj = FI_WAIT_FD;
-    ca.size = 256;
+    ca.size = tx_cq_size;
     int r = fi_cq_open(s.domain, &ca, &tx, nullptr);
+    ca.size = 256;
     if (!r) r = fi_cq_open(s.domain, &ca, &rx, nullptr);
     if (!r) r = fi_endpoint(s.domain, info, &ep, nullptr);
     if (!r) r = fi_ep_bind(ep, &s.eq->fid, 0);
@@ -257,6 +258,12 @@ std::string peer_recv_too_small(Side&, Conn& c) {
   return r.text.find("too small") != std::string::npos ? "ok" : "strerror says: " + r.text;
 }
 
+/// The connection ends (the active side's QP failed and its CM said DREQ); nothing else.
+std::string peer_wait_shutdown_only(Side& s, Conn&) {
+  Ev ev = next_event(s.eq);
+  return ev.event == FI_SHUTDOWN ? "ok" : "no FI_SHUTDOWN (event " + std::to_string(ev.event) + ")";
+}
+
 std::string peer_shutdown(Side& s, Conn& c) {
   if (fi_shutdown(c.ep, 0)) return "fi_shutdown failed";
   Ev ev = next_event(s.eq);
@@ -275,13 +282,16 @@ struct Scenario {
   const char* name;
   size_t recv_len;   ///< receive posted before fi_accept (0: none)
   PeerPart part;
+  size_t recvs = 1;  ///< how many of them, side by side in the buffer
 };
 constexpr Scenario kScenarios[] = {
     {"send_imm", 64, peer_send_imm},         {"big", kBig, peer_big},
     {"rma", 64, peer_rma},                   {"bad_key", 64, peer_wait_shutdown},
     {"too_small", 16, peer_recv_too_small},  {"active_shutdown", 64, peer_wait_shutdown},
     {"peer_shutdown", 64, peer_shutdown},    {"reject", 0, peer_ignore},
-    {"msg_forms", 512, peer_msg_forms},      {"vanish", 64, peer_vanish},
+    {"msg_forms", 512, peer_msg_forms},      {"rnr", 0, peer_wait_shutdown_only},
+    {"overrun", 64, peer_wait_shutdown_only, 16},
+    {"vanish", 64, peer_vanish},
 };
 
 std::string peer_scenario(Side& s, const Scenario& sc) {
@@ -297,7 +307,8 @@ std::string peer_scenario(Side& s, const Scenario& sc) {
   int r = c.open(s, req.info);
   fi_freeinfo(req.info);
   if (r) return std::string("endpoint: ") + fi_strerror(-r);
-  if (sc.recv_len && !post_recv(s, c, sc.recv_len)) return "fi_recv failed";
+  for (size_t i = 0; sc.recv_len && i < sc.recvs; i++)
+    if (!post_recv(s, c, sc.recv_len, i * sc.recv_len)) return "fi_recv failed";
   if ((r = fi_accept(c.ep, "ok", 2))) return std::string("fi_accept: ") + fi_strerror(-r);
   Ev up = next_event(s.eq);
   std::string verdict = up.event == FI_CONNECTED ? sc.part(s, c) : "no FI_CONNECTED";
@@ -310,6 +321,9 @@ int peer_main() {
   setenv("FI_NDNIC_DEV", ("net_vhost0,iface=" + g_sock + ",queues=1,client=1").c_str(), 1);
   setenv("FI_NDNIC_IP", kPeerIp, 1);
   setenv("FI_NDNIC_EAL_ARGS", "-l 1", 1);
+  // What the peer asks of the test process's QP (in its REP): two RNR retries, then an error.
+  // Every scenario but "rnr" posts its receives before it accepts.
+  setenv("FI_NDNIC_RNR_RETRY", "2", 1);
   Side s;
   if (!s.open(nullptr, kService, FI_SOURCE) || fi_passive_ep(s.fabric, s.info, &g_pep, nullptr) ||
       fi_pep_bind(g_pep, &s.eq->fid, 0) || fi_listen(g_pep)) {
@@ -344,9 +358,9 @@ class Provider : public ::testing::Test {
   }
 
   /// Names the scenario to the peer and connects (connect data "hi"); false on failure.
-  void start(const char* scenario, bool expect_connected = true) {
+  void start(const char* scenario, bool expect_connected = true, size_t tx_cq_size = 256) {
     ASSERT_GT(write(g_ctl, scenario, std::strlen(scenario)), 0);
-    ASSERT_EQ(conn_.open(*g_side, g_side->info), 0);
+    ASSERT_EQ(conn_.open(*g_side, g_side->info, tx_cq_size), 0);
     ASSERT_EQ(fi_recv(conn_.ep, s().buf.data() + kBig, 64, fi_mr_desc(s().mr), 0, nullptr), 0);
     ASSERT_EQ(fi_connect(conn_.ep, g_side->info->dest_addr, "hi", 2), 0);
     if (!expect_connected) return;
@@ -509,6 +523,51 @@ TEST_F(Provider, RejectCarriesThePeersData) {
   EXPECT_EQ(verdict(), "ok");
 }
 
+TEST_F(Provider, NoReceivePostedIsAnRnrErrorOnceTheRetriesAreSpent) {
+  start("rnr");  // the peer posts no receive and asked (REP) for two RNR retries
+  ASSERT_EQ(fi_send(conn_.ep, s().buf.data(), 64, fi_mr_desc(s().mr), 0, &conn_), 0);
+  Comp c = next(conn_.tx);
+  ASSERT_FALSE(c.timed_out);
+  EXPECT_EQ(c.err, FI_ENORX) << c.text;
+  EXPECT_EQ(c.e.op_context, &conn_);
+  EXPECT_NE(c.text.find("RNR retries exhausted"), std::string::npos) << c.text;
+  Ev ev = next_event(s().eq);  // the failed QP ends the connection, at both ends
+  EXPECT_EQ(ev.event, uint32_t(FI_SHUTDOWN));
+  EXPECT_EQ(verdict(), "ok");
+}
+
+TEST_F(Provider, CqOverrunIsReportedAfterTheCompletionsItKept) {
+  constexpr size_t kCqSize = 4, kSends = 16;
+  start("overrun", true, kCqSize);  // the peer has 16 receives posted
+  for (size_t i = 0; i < kSends; i++)
+    ASSERT_EQ(fi_send(conn_.ep, s().buf.data(), 8, fi_mr_desc(s().mr), 0, reinterpret_cast<void*>(100 + i)), 0);
+  // Nobody reads the transmit CQ: the completions past its room are lost, the QP fails and the
+  // connection ends.
+  Ev ev = next_event(s().eq);
+  EXPECT_EQ(ev.event, uint32_t(FI_SHUTDOWN));
+  // The completions the CQ kept come first, in order; then the overrun, as an error entry once
+  // and as every read's result after it.
+  size_t kept = 0;
+  fi_cq_data_entry e{};
+  ssize_t n;
+  while ((n = fi_cq_read(conn_.tx, &e, 1)) == 1) {
+    EXPECT_EQ(e.op_context, reinterpret_cast<void*>(100 + kept));
+    kept++;
+  }
+  EXPECT_GE(kept, kCqSize);
+  EXPECT_LT(kept, kSends);
+  ASSERT_EQ(n, -FI_EAVAIL);
+  fi_cq_err_entry err{};
+  ASSERT_EQ(fi_cq_readerr(conn_.tx, &err, 0), 1);
+  EXPECT_EQ(err.err, FI_EOVERRUN);
+  char text[256];
+  const std::string why = fi_cq_strerror(conn_.tx, err.prov_errno, err.err_data, text, sizeof text);
+  EXPECT_NE(why.find("overrun"), std::string::npos) << why;
+  EXPECT_EQ(fi_cq_read(conn_.tx, &e, 1), -FI_EOVERRUN);
+  EXPECT_EQ(fi_cq_sread(conn_.tx, &e, 1, nullptr, 100), -FI_EOVERRUN);
+  EXPECT_EQ(verdict(), "ok");
+}
+
 // Last (the peer is gone after it): a send to a vanished peer ends in an error completion
 // (transport retries exhausted) and the connection in FI_SHUTDOWN; nothing hangs.
 class ProviderPeerGone : public Provider {};
@@ -537,6 +596,7 @@ std::pair<int, std::string> getinfo_with(const std::vector<std::string>& env) {
     unsetenv("FI_NDNIC_DEV");
     unsetenv("FI_NDNIC_IP");
     unsetenv("FI_NDNIC_MTU");
+    unsetenv("FI_NDNIC_RNR_RETRY");
     for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
     execl("/proc/self/exe", "provider_test", "--getinfo-only", nullptr);
     _exit(127);
@@ -564,6 +624,10 @@ TEST(ProviderSettings, MissingOrWrongValuesFailGetinfoWithAClearMessage) {
   std::tie(rc, err) = getinfo_with({"FI_NDNIC_DEV=net_null0", "FI_NDNIC_IP=198.18.80.9", "FI_NDNIC_MTU=1500"});
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("FI_NDNIC_MTU=1500 is not a RoCE path MTU"), std::string::npos) << err;
+  std::tie(rc, err) =
+      getinfo_with({"FI_NDNIC_DEV=net_null0", "FI_NDNIC_IP=198.18.80.9", "FI_NDNIC_RNR_RETRY=8"});
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("FI_NDNIC_RNR_RETRY=8 is not an RNR retry count"), std::string::npos) << err;
   std::tie(rc, err) = getinfo_with({"FI_NDNIC_DEV=no_such_device0", "FI_NDNIC_IP=198.18.80.9"});
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("FI_NDNIC_DEV=no_such_device0"), std::string::npos) << err;
