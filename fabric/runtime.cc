@@ -93,10 +93,12 @@ bool start_eal(const Settings& s, std::string* why) {
   glue::EalDefaults defaults;
   const std::string lcores = s.lcore > 0 ? "0," + std::to_string(s.lcore) : "0";
   defaults.options = {{"-l", lcores}, {"--no-pci", ""}, {"--log-level", "lib.eal:warning"}, {"--no-telemetry", ""}};
+  defaults.announce = false;  // the application's stdout is its own
   cpu_set_t mine;
   const bool had = pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0;
   const glue::EalResult r = glue::eal_init(int(argv.size()), argv.data(), defaults);
   if (had) pthread_setaffinity_np(pthread_self(), sizeof mine, &mine);
+  if (!r.memory_line.empty()) FI_INFO(&g_prov, FI_LOG_CORE, "%s\n", r.memory_line.c_str());
   if (!r.ok) *why = "EAL (FI_NDNIC_EAL_ARGS='" + s.eal_args + "'): " + r.error;
   return r.ok;
 }

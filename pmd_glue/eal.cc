@@ -84,8 +84,10 @@ EalResult eal_init(int argc, char** argv, const EalDefaults& defaults) {
     generated_prefix = m.file_prefix;
     chose_memory = true;
   }
-  std::printf("%s\n", r.memory_line.c_str());
-  std::fflush(stdout);
+  if (defaults.announce) {
+    std::printf("%s\n", r.memory_line.c_str());
+    std::fflush(stdout);
+  }
 
   std::vector<char*> cargv;
   for (auto& s : eal) cargv.push_back(s.data());

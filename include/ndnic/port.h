@@ -28,6 +28,9 @@ struct EalDefaults {
   std::vector<std::pair<std::string, std::string>> options;
   /// -m for the automatic memory choice (hugepages or --no-huge).
   unsigned memory_mb = 256;
+  /// Print the memory line on stdout (the tools do); a library inside someone else's program
+  /// (the libfabric provider) keeps its output clean and logs EalResult::memory_line itself.
+  bool announce = true;
 };
 
 struct EalResult {
@@ -35,14 +38,14 @@ struct EalResult {
   std::string error;               ///< why not, when !ok
   std::vector<std::string> args;   ///< the program's own arguments (after "--")
   bool hugepages = false;          ///< EAL runs on hugepages
-  std::string memory_line;         ///< the one "ndnic: memory: ..." line (already printed)
+  std::string memory_line;         ///< the one "ndnic: memory: ..." line (printed if announced)
 };
 
 /// Starts EAL once per process. argv is `prog [EAL args] -- [program args]` as in testpmd and
 /// perftest; without "--" every argument is the program's. When the user chose no memory option
 /// (--no-huge, --in-memory, -m, --socket-mem, --file-prefix, ...) this picks hugepages
 /// (--in-memory) if enough free 2 MiB pages exist, --no-huge with a unique --file-prefix
-/// otherwise, and prints one line saying which and why.
+/// otherwise, and prints one line saying which and why (EalDefaults::announce).
 EalResult eal_init(int argc, char** argv, const EalDefaults& defaults = {});
 
 /// Releases EAL and the runtime directory a generated --file-prefix left behind.

@@ -44,6 +44,9 @@ case $MODE in
     echo "$out"
     grep -q "provider: ndnic" <<<"$out" || fail "fi_info does not list ndnic"
     grep -q "type: *FI_EP_MSG" <<<"$out" || fail "ndnic offers no FI_EP_MSG"
+    # The provider lives in someone else's program: nothing of its own on that program's stdout.
+    out=$(env "${server_env[@]}" timeout -k 5 60 fi_info -p ndnic 2>/dev/null) || fail "fi_info -p ndnic exited $?"
+    ! grep -q "^ndnic" <<<"$out" || fail "the provider wrote on the application's stdout: $(grep '^ndnic' <<<"$out")"
     out=$(env "${server_env[@]}" timeout -k 5 60 fi_info -p ndnic -v 2>&1) || fail "fi_info -p ndnic -v exited $?"
     grep -q "addr_format: FI_SOCKADDR_IN" <<<"$out" || fail "ndnic's address format is not FI_SOCKADDR_IN"
     grep -q "cq_data_size: 4" <<<"$out" || fail "ndnic does not say its 4 bytes of CQ data"
