@@ -209,5 +209,99 @@ TEST_F(RetryBudget, SequenceNaksThatMoveForwardRefillIt) {
   EXPECT_GT(ca.naks_received[0], kWrites) << "the drops did not cause the NAKs this test is about";
 }
 
+// Messages longer than the requester's window (kMaxUnackedPsns packets) under faults: SENDs,
+// WRITEs and READs of 16 to 128 KiB at path MTU 256 (64 to 512 packets), two in flight, with
+// drops, duplicates, reordering and corruption in both directions. A go-back-N inside one
+// message must resume mid-message (a SEND's MIDDLE, a READ restarted from the PSN it lost,
+// with the RETH naming the rest) and every byte land once.
+class BigFaults : public TwoNodes, public ::testing::WithParamInterface<double> {};
+
+TEST_P(BigFaults, MessagesLongerThanTheWindowArriveWhole) {
+  ConnectOptions o;
+  o.mtu = 256;
+  o.timeout = 10;
+  connect(o);
+  FaultConfig f;
+  f.seed = 20261127;
+  const double each = GetParam() / 4;
+  f.tx = {each, each, each, each};
+  a->dev.set_faults(&f);
+  f.seed++;
+  b->dev.set_faults(&f);
+  constexpr uint32_t kMax = 128 * 1024, kCount = 240;
+  // A: sources at 0 and kMax, READ sinks at 512 KiB and 640 KiB. B: receives at 0 and kMax,
+  // WRITE targets at 256 KiB and 384 KiB, READ sources from 768 KiB.
+  constexpr uint64_t kSink = 512 * 1024, kTarget = 256 * 1024, kSource = 768 * 1024;
+  for (uint32_t i = 0; i < 256 * 1024; i++) b->buf[kSource + i] = uint8_t(i * 29 + (i >> 9));
+  std::mt19937 rng(11);
+  std::vector<Msg> plan(kCount);
+  for (Msg& m : plan) {
+    const unsigned k = rng() % 3;
+    m.op = k == 0 ? WrOpcode::kSend : k == 1 ? WrOpcode::kWrite : WrOpcode::kRead;
+    m.len = 16 * 1024 + rng() % (kMax - 16 * 1024 + 1);
+  }
+  std::vector<uint32_t> sends;  // message numbers of the SENDs, in the order their receives were posted
+  uint32_t posted = 0, completed = 0, recvs_done = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (completed < kCount) {
+    a->dev.poll();
+    b->dev.poll();
+    Completion c[8];
+    for (unsigned k = b->rcq->poll(c, 8), j = 0; j < k; j++) {
+      ASSERT_EQ(c[j].status, WcStatus::kSuccess) << wc_status_name(c[j].status);
+      ASSERT_EQ(c[j].wr_id, recvs_done) << "receive completions out of order";
+      const uint32_t i = sends[recvs_done];
+      ASSERT_EQ(c[j].byte_len, plan[i].len);
+      const uint8_t* got = b->buf.data() + (recvs_done % 2) * kMax;
+      for (uint32_t n = 0; n < plan[i].len; n++) ASSERT_EQ(got[n], pattern(i, n)) << "send " << i << " byte " << n;
+      recvs_done++;
+    }
+    for (unsigned k = a->scq->poll(c, 8), j = 0; j < k; j++) {
+      const uint32_t i = completed;
+      const Msg& m = plan[i];
+      ASSERT_EQ(c[j].status, WcStatus::kSuccess)
+          << "message " << i << " (opcode " << int(m.op) << ", " << m.len << " bytes): " << wc_status_name(c[j].status);
+      ASSERT_EQ(c[j].wr_id, i) << "send completions out of order or repeated";
+      const uint64_t slot = (i % 2) * kMax;
+      if (m.op == WrOpcode::kRead) {
+        ASSERT_EQ(0, std::memcmp(a->buf.data() + kSink + slot, b->buf.data() + kSource + i % 97, m.len)) << "read " << i;
+      } else if (m.op == WrOpcode::kWrite) {
+        for (uint32_t n = 0; n < m.len; n++)
+          ASSERT_EQ(b->buf[kTarget + slot + n], pattern(i, n)) << "write " << i << " byte " << n;
+      }
+      completed++;
+    }
+    // Two messages in flight; a SEND's receive slot is reused only once its last one was checked.
+    while (posted < kCount && posted - completed < 2) {
+      const Msg& m = plan[posted];
+      const uint64_t slot = (posted % 2) * kMax;
+      if (m.op == WrOpcode::kSend) {
+        if (sends.size() - recvs_done >= 2) break;
+        ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, (sends.size() % 2) * kMax, kMax, sends.size())));
+        sends.push_back(posted);
+      }
+      for (uint32_t n = 0; n < m.len; n++) a->buf[slot + n] = pattern(posted, n);
+      SendWr w = send_wr(m.op, *a, m.op == WrOpcode::kRead ? kSink + slot : slot, m.len, posted);
+      w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data() + (m.op == WrOpcode::kRead ? kSource + posted % 97
+                                                                                            : kTarget + slot));
+      w.rkey = b->mr.rkey;
+      ASSERT_TRUE(a->qp->post_send(w));
+      posted++;
+    }
+    ASSERT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(240)) << completed << " completed";
+  }
+  ASSERT_TRUE(run_until([&] {
+    Completion c[8];
+    for (unsigned k = b->rcq->poll(c, 8), j = 0; j < k; j++) recvs_done++;
+    return recvs_done == sends.size();
+  }));
+  const Qp::Counters ca = a->qp->counters(), cb = b->qp->counters();
+  printf("big messages, faults %.0f%%: %u messages; A retransmits %lu, timeouts %lu; B duplicates %lu\n",
+         GetParam() * 100, kCount, ca.retransmits, ca.timeouts, cb.duplicates);
+  EXPECT_GT(ca.retransmits, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Rates, BigFaults, ::testing::Values(0.01, 0.05));
+
 }  // namespace
 }  // namespace ndnic::nic::testing
