@@ -18,8 +18,9 @@ if [ "${NDNIC_SANITIZE:-1}" != 0 ] && [ $# -eq 0 ]; then
   echo "== the unit, nic and ND suites again under ASan + UBSan ($asan)"
   if [ ! -f "$asan/build.ninja" ]; then
     # b_lundef=false: the sanitizer runtimes resolve some symbols only at load time.
+    # b_lto=false: reports name the source as written, and the second tree builds faster.
     meson setup "$asan" -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
-      -Db_lundef=false >/dev/null || rc=1
+      -Db_lundef=false -Db_lto=false >/dev/null || rc=1
   fi
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export ASAN_OPTIONS=detect_leaks=0  # DPDK's EAL keeps its allocations until exit by design

@@ -661,7 +661,7 @@ TEST_F(Nd, ReadFenceSendsWhatTheReadBrought) {
 
 TEST_F(Nd, InvalidateEndsRemoteAccessAndSecondInvalidateFails) {
   connect();
-  ND_RESULT inv{}, bind_r{}, ir{}, ir2{}, rd, rr;
+  ND_RESULT inv{}, bind_r{}, ir{}, ir2{}, rd;
   INDMemoryWindow* mw = nullptr;
   ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv, &mw), ND_SUCCESS);
   ND_MW_DESCRIPTOR desc;
