@@ -53,7 +53,8 @@ case $MODE in
     out=$(env "${server_env[@]}" timeout -k 5 60 fi_info -p "ndnic;ofi_rxm" -t FI_EP_RDM 2>&1) ||
       fail "fi_info -p 'ndnic;ofi_rxm' exited $?: $out"
     grep -q "provider: ndnic;ofi_rxm" <<<"$out" || fail "ofi_rxm does not layer over ndnic: $out"
-    out=$(timeout -k 5 60 fi_info -e 2>&1) || fail "fi_info -e exited $?"
+    # libfabric prints FI_PROVIDER_PATH with its separators as NUL bytes: not for a shell variable.
+    out=$(timeout -k 5 60 fi_info -e 2>&1 | tr -d '\0') || fail "fi_info -e exited $?"
     for v in FI_NDNIC_DEV FI_NDNIC_IP FI_NDNIC_EAL_ARGS FI_NDNIC_MTU FI_NDNIC_LCORE FI_NDNIC_RNR_RETRY; do
       grep -q "$v" <<<"$out" || fail "fi_info -e does not list $v"
     done
