@@ -140,6 +140,15 @@ void advance_completions(Shard& s, Qp::Impl& qp) {
   while (r.head != r.tail) {
     SendWqe& w = r.sq[r.head & r.mask];
     if (w.state == WqeState::kDone) {
+      if (r.next == r.head) {
+        // Acknowledged while the requester was still sending it again after a go-back (the
+        // peer had all of it): the requester moves past it and past the rest of its PSNs. Left
+        // where its retransmission stopped, the next request would take its first PSN from
+        // the middle of this one's range, which the peer has accepted as this one's; and the
+        // slot, freed here, could be refilled under the requester.
+        if (w.psn_assigned) r.psn = psn_add(w.last_psn, 1);
+        r.next++;
+      }
       complete_wqe(qp, w);
       r.head++;
       continue;

@@ -285,10 +285,6 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
   while (sent < kSendBudget && r.next != r.tail && s.tx_room()) {
     SendWqe& w = r.sq[r.next & r.mask];
     if (w.state == WqeState::kDone) {  // acknowledged already: a go-back passes over it
-      // ... and over the rest of its PSNs. It may have been acknowledged part way through its
-      // retransmission (the peer had all of it): the next request must not take its first PSN
-      // from the middle of this one's range, which the peer has already accepted as this one.
-      if (w.psn_assigned) r.psn = psn_add(w.last_psn, 1);
       r.next++;
       continue;
     }
