@@ -51,7 +51,11 @@ class Reaper {
   uint64_t late_wakeups() const { return late_wakeups_; }
 
  private:
+  using Clock = std::chrono::steady_clock;
   void watchdog();
+  /// A wait that went on: true (with the reason said) on a halt or past the deadline, which
+  /// the first call sets from `now`.
+  bool give_up(Clock::time_point* deadline, Clock::time_point now);
 
   Actor& actor_;
   const bool blocking_;
