@@ -221,7 +221,8 @@ int cq_trywait(Cq* cq) {
   std::lock_guard lk(cq->mu);
   cq->ncq->wait(0);  // take a past signal off the event fd, so that poll() sleeps
   cq->ncq->arm(false);
-  return cq->held.empty() && cq->ncq->queued() == 0 && !(cq->ncq->overrun() && !cq->overrun_said) ? 0 : -FI_EAGAIN;
+  // An overrun not yet said is an entry to read.
+  return cq->held.empty() && cq->ncq->queued() == 0 && overrun_status(cq) != -FI_EAVAIL ? 0 : -FI_EAGAIN;
 }
 
 int cq_open(fid_domain* fd, fi_cq_attr* attr, fid_cq** out, void* context) {
