@@ -15,16 +15,6 @@ namespace ndnic::nic {
 namespace {
 
 constexpr unsigned kTxSpins = 4;  ///< tries per flush; what is left waits for the next one
-/// Frames of an RX burst whose headers are asked for ahead of the one processed (their mbufs
-/// twice as far ahead: the header's address is read from the mbuf).
-constexpr uint16_t kRxPrefetch = 4;
-
-/// The frame's headers: Ethernet to BTH and its extension headers, up to 128 bytes.
-inline void prefetch_headers(const rte_mbuf* m) {
-  const char* data = rte_pktmbuf_mtod(m, const char*);
-  rte_prefetch0(data);
-  rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
-}
 
 }  // namespace
 
@@ -145,6 +135,34 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
+rte_mbuf* Shard::new_frame() {
+  constexpr uint16_t kAhead = 2;  // frames ahead whose lines are asked for (the header twice as far)
+  rte_mempool* pool = port->mempool();
+  if (fresh_next == nfresh) {
+    fresh_next = nfresh = 0;
+    if (rte_mempool_get_bulk(pool, reinterpret_cast<void**>(fresh), kFreshMbufs) != 0)
+      return rte_pktmbuf_alloc(pool);  // the pool is nearly empty: what is left, one at a time
+    nfresh = kFreshMbufs;
+    for (uint16_t i = 0; i < std::min<uint16_t>(nfresh, 2 * kAhead); i++) rte_prefetch0(fresh[i]);
+  }
+  if (fresh_next + 2 * kAhead < nfresh) rte_prefetch0(fresh[fresh_next + 2 * kAhead]);
+  if (fresh_next + kAhead < nfresh) {
+    const rte_mbuf* ahead = fresh[fresh_next + kAhead];
+    char* data = static_cast<char*>(ahead->buf_addr) + RTE_PKTMBUF_HEADROOM;
+    rte_prefetch0(data);
+    rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
+  }
+  rte_mbuf* m = fresh[fresh_next++];
+  rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool
+  return m;
+}
+
+void Shard::return_fresh() {
+  if (fresh_next < nfresh)
+    rte_mempool_put_bulk(port->mempool(), reinterpret_cast<void**>(fresh + fresh_next), nfresh - fresh_next);
+  fresh_next = nfresh = 0;
+}
+
 void Shard::send(rte_mbuf* m) {
   if (ntx == kTxBatch) flush_tx();
   if (ntx == kTxBatch) {  // the port is still full: this one is lost, the transport recovers
@@ -232,16 +250,8 @@ unsigned Shard::poll_once() {
   load.rx_frames += n;
   load.rx_bursts += n != 0;
   const bool sharded = dev->shards.size() > 1;
-  // A received frame was written by another core (the NIC's DMA, or the peer lcore of a
-  // net_ring pair): its mbuf and headers miss in our cache. Asking for the next few while
-  // this one is processed overlaps those misses instead of taking them one after another.
-  // Never for the first: it is read at once, and a prefetch only delays it (a lone frame's
-  // exchange took 30 ns longer in ndperf's send_lat).
-  for (uint16_t i = 1; i < std::min<uint16_t>(n, 2 * kRxPrefetch); i++) rte_prefetch0(pkts[i]);
-  for (uint16_t i = 1; i < std::min<uint16_t>(n, kRxPrefetch); i++) prefetch_headers(pkts[i]);
+  // The port prefetched each frame's mbuf and headers while it sorted them (Port::poll).
   for (uint16_t i = 0; i < n; i++) {
-    if (i + 2 * kRxPrefetch < n) rte_prefetch0(pkts[i + 2 * kRxPrefetch]);
-    if (i + kRxPrefetch < n) prefetch_headers(pkts[i + kRxPrefetch]);
     Shard* owner = sharded ? owner_of(pkts[i]) : this;
     if (owner == this) {
       process_frame(pkts[i]);
@@ -254,6 +264,7 @@ unsigned Shard::poll_once() {
   }
   if (sharded) {
     const unsigned k = rte_ring_sc_dequeue_burst(dispatch, reinterpret_cast<void**>(pkts), kRxBurst, nullptr);
+    for (unsigned i = 1; i < k; i++) rte_prefetch0(pkts[i]);  // written by the shard that received them
     for (unsigned i = 0; i < k; i++) process_frame(pkts[i]);
     work += k;
     if (resolve) serve_resolves();

@@ -26,6 +26,9 @@ namespace ndnic::nic {
 
 constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
+/// mbufs new_frame takes from the pool at once. The receiving core freed them last, so each
+/// header and first line misses in our cache: taken together, they can be fetched ahead.
+constexpr uint16_t kFreshMbufs = 32;
 constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and NAKs
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
 constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
@@ -72,6 +75,8 @@ struct Shard {
   std::vector<Qp::Impl*> acks_due;         ///< QPs with a coalesced ACK pending (this RX burst)
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
+  rte_mbuf* fresh[kFreshMbufs];             ///< raw mbufs taken from the pool together (new_frame)
+  uint16_t nfresh = 0, fresh_next = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   wire::RejectCounters rejects;            ///< frames the decoder refused
   uint64_t unknown_qp = 0;                 ///< frames for a QPN we do not have (or in RESET)
@@ -94,6 +99,11 @@ struct Shard {
 
   /// One iteration: receive and process a burst, drain rings, send, run timers.
   unsigned poll_once();
+  /// An empty mbuf for a frame this shard builds, or nullptr when the pool is empty. Taken from
+  /// the pool kFreshMbufs at a time, each asked into the cache a few frames before its turn.
+  rte_mbuf* new_frame();
+  /// Gives the mbufs new_frame has not handed out back to the pool (the device closes).
+  void return_fresh();
   /// Queues a built frame; flushes when the batch is full.
   void send(rte_mbuf* m);
   /// Hands the batch to the port; what the port does not take stays queued (backpressure).

@@ -27,7 +27,7 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   p.payload_len = g ? g->total : 0;
 
   const size_t total = wire::frame_length(p);
-  rte_mbuf* m = rte_pktmbuf_alloc(port.mempool());
+  rte_mbuf* m = s.new_frame();
   if (!m) return false;
   if (rte_pktmbuf_tailroom(m) < total) {
     rte_pktmbuf_free(m);

@@ -25,7 +25,17 @@ namespace {
 constexpr uint32_t kNeighbours = 256;
 constexpr uint32_t kInFlightMbufs = 4096;     ///< held by the transport between RX and TX
 constexpr uint16_t kPollBurst = 32;
+/// How far ahead of the frame being sorted its successors' lines are asked for: the mbuf
+/// header twice as far as the frame's first two lines (whose address the header holds).
+constexpr uint16_t kRxPrefetch = 4;
 constexpr unsigned kIdleSleepUs = 100;        ///< resolve_wait yields the core to the kernel side
+
+/// The frame's first two lines: Ethernet to BTH, the extension headers and the payload's start.
+inline void prefetch_headers(const rte_mbuf* m) {
+  const char* data = rte_pktmbuf_mtod(m, const char*);
+  rte_prefetch0(data);
+  rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
+}
 
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -256,7 +266,16 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
   const Identity us{mac_, ipv4_, config_.promiscuous};
   uint16_t roce = 0;
   uint64_t bytes = 0;
+  // A received frame was written by another core (the NIC's DMA, or the peer lcore of a
+  // net_ring pair): its mbuf and headers miss in our cache, and sorting is their first read.
+  // Asking for the next few while this one is sorted overlaps those misses instead of taking
+  // them one after another; the transport then finds them in cache. Never for the first: it is
+  // read at once, and a prefetch only delays it (a lone frame's exchange took 30 ns longer).
+  for (uint16_t i = 1; i < std::min<uint16_t>(nb, 2 * kRxPrefetch); i++) rte_prefetch0(pkts[i]);
+  for (uint16_t i = 1; i < std::min<uint16_t>(nb, kRxPrefetch); i++) prefetch_headers(pkts[i]);
   for (uint16_t i = 0; i < nb; i++) {
+    if (i + 2 * kRxPrefetch < nb) rte_prefetch0(pkts[i + 2 * kRxPrefetch]);
+    if (i + kRxPrefetch < nb) prefetch_headers(pkts[i + kRxPrefetch]);
     rte_mbuf* m = pkts[i];
     bytes += rte_pktmbuf_pkt_len(m);
     const Classified k = classify(m, us);
