@@ -50,10 +50,10 @@ HRESULT NdEndpoint::Flush() {
 
 void NdEndpoint::SubmitRequestBatch() {
   batching_ = false;
-  if (batch_.empty()) return;
+  if (nbatch_ == 0) return;
   // Room was checked per request; the batch counts as posted like single requests do.
-  if (qp_->post_send_burst(batch_.data(), unsigned(batch_.size()))) sends_posted_ += batch_.size();
-  batch_.clear();
+  if (qp_->post_send_burst(batch_.data(), unsigned(nbatch_))) sends_posted_ += nbatch_;
+  nbatch_ = 0;
   adapter_->progress();
 }
 
@@ -87,12 +87,14 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   }
   if (too_long) return ND_BUFFER_OVERFLOW;
   if (rdma && (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))) return ND_INVALID_PARAMETER;
-  if (sends_posted_ + batch_.size() - qp_->sends_completed() >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
+  if (sends_posted_ + nbatch_ - qp_->sends_completed() >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
   wr.wr_id = reinterpret_cast<uint64_t>(r);
   wr.flags = uint8_t(op_flags(flags) | wr_flags);
   r->Status = ND_PENDING;
   if (batching_) {
-    batch_.push_back(wr);
+    if (nbatch_ == batch_.size()) batch_.emplace_back();
+    if (&wr != &batch_[nbatch_]) batch_[nbatch_] = wr;  // built elsewhere (a bind, an atomic)
+    nbatch_++;
     return ND_SUCCESS;
   }
   // Run to completion: a request to an idle QP leaves now, not at the next look at a CQ. One
@@ -105,29 +107,28 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   return ND_SUCCESS;
 }
 
-namespace {
-
-/// A send work request with every field before the SGEs zero; the SGE array (~130 bytes) is
-/// left for fill_sgl, which writes as many as are used: zeroing it all was a sizeable part of
-/// a small Send.
-nic::SendWr new_wr(nic::WrOpcode op) {
-  nic::SendWr wr;
-  std::memset(static_cast<void*>(&wr), 0, offsetof(nic::SendWr, sge));
-  wr.opcode = op;
-  return wr;
+// The SGE array (~130 bytes) is left for fill_sgl, which writes as many as are used: zeroing it
+// all was a sizeable part of a small Send.
+nic::SendWr& NdEndpoint::new_wr(nic::WrOpcode op) {
+  nic::SendWr* wr = &scratch_;
+  if (batching_) {
+    if (nbatch_ == batch_.size()) batch_.emplace_back();
+    wr = &batch_[nbatch_];
+  }
+  std::memset(static_cast<void*>(wr), 0, offsetof(nic::SendWr, sge));
+  wr->opcode = op;
+  return *wr;
 }
 
-}  // namespace
-
 HRESULT NdEndpoint::Send(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags) {
-  nic::SendWr wr = new_wr(nic::WrOpcode::kSend);
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kSend);
   return post(wr, r, sgl, n, flags, false);
 }
 
 HRESULT NdEndpoint::SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                                       DWORD flags) {
   if (!mw) return ND_INVALID_PARAMETER;
-  nic::SendWr wr = new_wr(nic::WrOpcode::kSendInv);
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kSendInv);
   wr.invalidate_rkey = be32toh(mw->Token);
   return post(wr, r, sgl, n, flags, false);
 }
@@ -135,7 +136,7 @@ HRESULT NdEndpoint::SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n,
 HRESULT NdEndpoint::rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                          ULONGLONG offset, DWORD flags) {
   if (!mw) return ND_INVALID_PARAMETER;
-  nic::SendWr wr = new_wr(op);
+  nic::SendWr& wr = new_wr(op);
   wr.remote_addr = be64toh(mw->Base) + offset;  // the descriptor is in network order
   wr.rkey = be32toh(mw->Token);
   return post(wr, r, sgl, n, flags, true);
@@ -200,8 +201,7 @@ HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, c
   if (flags & ND_OP_FLAG_ALLOW_READ) access |= nic::kAccessRemoteRead;
   if (flags & ND_OP_FLAG_ALLOW_WRITE) access |= nic::kAccessRemoteWrite;
   if (flags & NDNIC_OP_FLAG_ALLOW_ATOMIC) access |= nic::kAccessRemoteAtomic;
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kBindMw;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kBindMw);
   // Every bind gives the window a new key byte, so a descriptor from an earlier bind is stale;
   // a random one, so a peer cannot predict the next token from the last. The window is named
   // by its handle: should this bind fail or be flushed, the window keeps its key, and the next
@@ -220,8 +220,7 @@ HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, c
 
 HRESULT NdEndpoint::Invalidate(ND_RESULT* r, INDMemoryWindow* pmw, DWORD flags) {
   if (!pmw) return ND_INVALID_PARAMETER;
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kLocalInv;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kLocalInv);
   wr.invalidate_rkey = static_cast<NdMemoryWindow*>(pmw)->handle();  // whatever it is bound as
   return post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false, nic::kWrWindowHandle);
 }
@@ -229,8 +228,7 @@ HRESULT NdEndpoint::Invalidate(ND_RESULT* r, INDMemoryWindow* pmw, DWORD flags) 
 // ---- INDEndpointExt -------------------------------------------------------------------------
 
 HRESULT NdEndpoint::SendWithImmediate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, UINT32 imm, DWORD flags) {
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kSendImm;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kSendImm);
   wr.imm = imm;
   return post(wr, r, sgl, n, flags, false);
 }
@@ -238,8 +236,7 @@ HRESULT NdEndpoint::SendWithImmediate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n,
 HRESULT NdEndpoint::WriteWithImmediate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                                        ULONGLONG offset, UINT32 imm, DWORD flags) {
   if (!mw) return ND_INVALID_PARAMETER;
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kWriteImm;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kWriteImm);
   wr.remote_addr = be64toh(mw->Base) + offset;
   wr.rkey = be32toh(mw->Token);
   wr.imm = imm;
@@ -259,8 +256,7 @@ HRESULT NdEndpoint::atomic(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* result, 
 
 HRESULT NdEndpoint::CompareAndSwap(ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
                                    UINT64 compare, UINT64 swap, DWORD flags) {
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kCompareSwap;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kCompareSwap);
   wr.compare_add = compare;
   wr.swap = swap;
   return atomic(wr, r, result, mw, offset, flags);
@@ -268,8 +264,7 @@ HRESULT NdEndpoint::CompareAndSwap(ND_RESULT* r, const ND_SGE* result, const ND_
 
 HRESULT NdEndpoint::FetchAndAdd(ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
                                 UINT64 add, DWORD flags) {
-  nic::SendWr wr{};
-  wr.opcode = nic::WrOpcode::kFetchAdd;
+  nic::SendWr& wr = new_wr(nic::WrOpcode::kFetchAdd);
   wr.compare_add = add;
   return atomic(wr, r, result, mw, offset, flags);
 }

@@ -193,6 +193,11 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
                ULONGLONG offset, DWORD flags);
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
                uint8_t wr_flags = 0);
+  /// A send work request with every field before the SGEs zero, built where it will stay: the
+  /// open batch's next slot (post keeps it there), else scratch_. Built on the stack and copied,
+  /// its fields were read back by the copy while their stores were still in flight, which the
+  /// CPU cannot forward from its store buffer: a stall in every batched post.
+  nic::SendWr& new_wr(nic::WrOpcode op);
   HRESULT fill_sgl(nic::Sge* out, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
   HRESULT receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n);
   HRESULT atomic(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* result, const ND_MW_DESCRIPTOR* mw, ULONGLONG offset,
@@ -206,7 +211,9 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
   bool batching_ = false;
-  std::vector<nic::SendWr> batch_;
+  std::vector<nic::SendWr> batch_;  ///< slots for an open batch: the first nbatch_ hold it
+  size_t nbatch_ = 0;
+  nic::SendWr scratch_;             ///< where a request outside a batch is built
 };
 
 }  // namespace ndnic::nd

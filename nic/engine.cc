@@ -36,7 +36,7 @@ void Shard::process_frame(rte_mbuf* m) {
   rte_pktmbuf_free(m);
 }
 
-void Shard::post_completion(Cq::Impl* cq, const Completion& c) {
+Completion& Shard::stage_completion(Cq::Impl* cq) {
   // The batches in use are a prefix of cq_batch (a flush empties them all), so the first
   // empty one is past every batch that could hold this CQ: one CQ's completions stay in order.
   CqBatch* b = nullptr;
@@ -51,7 +51,7 @@ void Shard::post_completion(Cq::Impl* cq, const Completion& c) {
     b = &cq_batch[0];
   }
   b->cq = cq;
-  b->c[b->n++] = c;
+  return b->c[b->n++];
 }
 
 void Shard::flush_completions() {

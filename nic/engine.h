@@ -91,8 +91,10 @@ struct Shard {
   CqBatch cq_batch[kCqBatches];
   wire::IcrcPrefixCache rx_prefixes;       ///< the ICRC prefixes of the flows we receive
 
-  /// Stages a completion of one of our QPs for `cq`, behind the ones staged before it.
-  void post_completion(Cq::Impl* cq, const Completion& c);
+  /// A slot for a completion of one of our QPs for `cq`, behind the ones staged before it: the
+  /// caller fills it in place (a completion built elsewhere and copied in was read back while
+  /// its stores were in flight, which stalls the copy).
+  Completion& stage_completion(Cq::Impl* cq);
   /// Publishes what is staged. A completion its CQ could not take takes its RC QP to ERROR
   /// (cq_overrun, as Cq::Impl::push's callers did); a UD QP goes on.
   void flush_completions();
@@ -196,8 +198,9 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now);
 bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& attr);
 void qp_to_error(Shard& s, Qp::Impl& qp);
 void qp_flush(Shard& s, Qp::Impl& qp);
-/// qp.cc: a completion to its CQ, through the owning shard's batch (Shard::post_completion).
-void publish(Qp::Impl& qp, Cq* cq, const Completion& c);
+/// qp.cc: a completion to its CQ, through the owning shard's batch (Shard::stage_completion):
+/// the slot to fill, zeroed.
+Completion& new_completion(Qp::Impl& qp, Cq* cq);
 /// Completions (qp.cc): a send-side WQE, in order; a receive.
 void complete_wqe(Qp::Impl& qp, const SendWqe& w);
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,

@@ -99,16 +99,18 @@ void steer_by_rss(Shard& s, Qp::Impl& qp) {
 
 }  // namespace
 
-void publish(Qp::Impl& qp, Cq* cq, const Completion& c) {
+Completion& new_completion(Qp::Impl& qp, Cq* cq) {
   // Completions are made only by the thread running the QP's shard (create_qp gives every QP
   // one before it can be used), so its batch is ours to add to.
-  qp.shard.load(std::memory_order_relaxed)->post_completion(cq->impl(), c);
+  Completion& c = qp.shard.load(std::memory_order_relaxed)->stage_completion(cq->impl());
+  c = Completion{};
+  return c;
 }
 
 void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
   count_one(qp.sends_completed);
   if (w.status == WcStatus::kSuccess && !(w.wr.flags & kWrSignaled)) return;
-  Completion c{};
+  Completion& c = new_completion(qp, qp.send_cq);
   c.wr_id = w.wr.wr_id;
   c.status = w.status;
   c.opcode = wc_opcode(w.wr.opcode);
@@ -116,13 +118,12 @@ void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
   c.byte_len = (w.wr.opcode == WrOpcode::kCompareSwap || w.wr.opcode == WrOpcode::kFetchAdd)
                    ? 8 : w.length;
   if (w.wr.opcode == WrOpcode::kBindMw) c.imm_or_inv = w.wr.bind.mw_key;
-  publish(qp, qp.send_cq, c);
 }
 
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
                    uint8_t flags, uint32_t imm_or_inv, bool solicited) {
   if (op != WcOpcode::kRemoteInvalidate) count_one(qp.recvs_completed);
-  Completion c{};
+  Completion& c = new_completion(qp, qp.recv_cq);
   c.wr_id = wr_id;
   c.status = st;
   c.opcode = op;
@@ -131,7 +132,6 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
   c.imm_or_inv = imm_or_inv;
   c.qpn = qp.qpn;
   c.solicited = solicited;
-  publish(qp, qp.recv_cq, c);
 }
 
 void advance_completions(Shard& s, Qp::Impl& qp) {

@@ -142,7 +142,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   count_one(qp.recvs_completed);
   // A datagram is unreliable anyway: one lost on a full CQ is counted there (Cq::overrun), and
   // the QP (QP1, the CM's, among them) goes on: a flood must not take the CM down.
-  publish(qp, qp.recv_cq, c);
+  new_completion(qp, qp.recv_cq) = c;
 }
 
 }  // namespace ndnic::nic
