@@ -57,9 +57,11 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
     overlapped_complete(ov, ND_DATA_OVERRUN);
     return ND_PENDING;
   }
-  {
+  OVERLAPPED* none = nullptr;
+  if (!one_.compare_exchange_strong(none, ov)) {
     std::lock_guard<std::mutex> g(mu_);
     waiting_.push_back(ov);
+    more_.store(true);
   }
   if (type == ND_CQ_NOTIFY_ERRORS)
     cq_->arm_errors();
@@ -67,19 +69,33 @@ HRESULT NdCq::Notify(DWORD type, OVERLAPPED* ov) {
     cq_->arm(type == ND_CQ_NOTIFY_SOLICITED);
   // Results already waiting (a Flush's, say) satisfy a Notify for any result at once: the
   // engine only signals results that arrive after the arm.
-  if (type == ND_CQ_NOTIFY_ANY && cq_->queued() > 0) {
-    bool mine = false;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      auto it = std::find(waiting_.begin(), waiting_.end(), ov);
-      if (it != waiting_.end()) {
-        waiting_.erase(it);
-        mine = true;
-      }
-    }
-    if (mine) overlapped_complete(ov, ND_SUCCESS);
-  }
+  if (type == ND_CQ_NOTIFY_ANY && cq_->queued() > 0 && take_waiter(ov)) overlapped_complete(ov, ND_SUCCESS);
   return ND_PENDING;
+}
+
+bool NdCq::take_waiter(OVERLAPPED* ov) {
+  OVERLAPPED* mine = ov;
+  if (one_.compare_exchange_strong(mine, nullptr)) return true;
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = std::find(waiting_.begin(), waiting_.end(), ov);
+  if (it == waiting_.end()) return false;
+  waiting_.erase(it);
+  return true;
+}
+
+void NdCq::complete_waiters(bool cancel) {
+  // Registered before the CQ was armed (Notify), so whoever saw the arm taken sees them here.
+  OVERLAPPED* one = one_.exchange(nullptr);
+  std::vector<OVERLAPPED*> more;
+  if (more_.load()) {
+    std::lock_guard<std::mutex> g(mu_);
+    more.swap(waiting_);
+    more_.store(false);
+  }
+  // A result lost to a full CQ (its endpoint went to ERROR) is an error the waiter must see.
+  const HRESULT st = cancel ? ND_CANCELED : cq_->overrun() ? ND_DATA_OVERRUN : ND_SUCCESS;
+  if (one) overlapped_complete(one, st);
+  for (OVERLAPPED* ov : more) overlapped_complete(ov, st);
 }
 
 void NdCq::notified(bool drain_fd) {
@@ -90,23 +106,11 @@ void NdCq::notified(bool drain_fd) {
     uint64_t v;
     [[maybe_unused]] ssize_t n = read(cq_->event_fd(), &v, sizeof v);
   }
-  std::vector<OVERLAPPED*> done;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    done.swap(waiting_);
-  }
-  // A result lost to a full CQ (its endpoint went to ERROR) is an error the waiter must see.
-  const HRESULT st = cq_->overrun() ? ND_DATA_OVERRUN : ND_SUCCESS;
-  for (OVERLAPPED* ov : done) overlapped_complete(ov, st);
+  complete_waiters(false);
 }
 
 HRESULT NdCq::CancelOverlappedRequests() {
-  std::vector<OVERLAPPED*> done;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    done.swap(waiting_);
-  }
-  for (OVERLAPPED* ov : done) overlapped_complete(ov, ND_CANCELED);
+  complete_waiters(true);
   return ND_SUCCESS;
 }
 

@@ -1,6 +1,7 @@
 // ndnic's ND v1 objects (private): each implements one SPI interface over the NIC.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -117,7 +118,16 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   NdAdapter* adapter_;
   nic::Cq* cq_;
   const int shard_;
-  std::mutex mu_;  // Notify / notifier / cancel: the control path, not the datapath
+  /// Completes every pending Notify: ND_CANCELED when `cancel`, else as notified() says.
+  void complete_waiters(bool cancel);
+  /// Takes `ov` back if no one completed it yet.
+  bool take_waiter(OVERLAPPED* ov);
+
+  /// The usual case, one pending Notify, without a lock: a Notify per result otherwise took the
+  /// mutex twice (to add itself, and for the notifier to take it), a tenth of a Notify wait.
+  std::atomic<OVERLAPPED*> one_{nullptr};
+  std::atomic<bool> more_{false};  ///< waiting_ may hold some
+  std::mutex mu_;                  // Notify / notifier / cancel past the first waiter
   std::vector<OVERLAPPED*> waiting_;
 };
 

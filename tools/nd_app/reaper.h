@@ -69,7 +69,7 @@ class Reaper {
   std::condition_variable cv_;
   bool stop_ = false;
   std::atomic<bool> recheck_{false};          ///< the watchdog canceled the wait to look
-  std::atomic<int64_t> waiting_since_ns_{0};  ///< steady_clock; 0 while not blocked on the CQ
+  std::atomic<int64_t> waiting_since_ns_{0};  ///< steady_clock's clock, coarse; 0 while not blocked on the CQ
   std::thread watchdog_;
 };
 
