@@ -207,8 +207,9 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
                    uint8_t flags, uint32_t imm_or_inv, bool solicited);
 /// Completes every WQE at the head that is done (or failed: then the QP goes to ERROR).
 void advance_completions(Shard& s, Qp::Impl& qp);
-/// tx.cc: builds one packet of `qp` into an mbuf and queues it. `p` carries the BTH and
-/// extension headers; the payload is gathered from `src` (host pointers) or not at all.
+/// tx.cc: builds one packet of `qp` into an mbuf and queues it, its headers from the QP's
+/// template (wire/header_template.h). `p` carries the BTH and extension headers; the payload
+/// is gathered from `src` (host pointers) or not at all.
 struct Gather {
   const uint8_t* ptr[kMaxSge + 1];
   uint32_t len[kMaxSge + 1];

@@ -10,6 +10,7 @@
 #include <rte_ether.h>
 
 #include "ndnic/nic.h"
+#include "wire/header_template.h"
 #include "wire/icrc_prefix.h"
 #include "ndnic/wire/packet.h"
 
@@ -182,7 +183,17 @@ struct Qp::Impl {
   rte_ether_addr published_mac{};          ///< written by the ARP owner before mac_published
   std::atomic<bool> mac_published{false};
   uint16_t udp_sport = 0;
-  wire::IcrcPrefix icrc_prefix;    ///< the ICRC prefix of what this QP sends (tx.cc)
+  wire::IcrcPrefix icrc_prefix;    ///< the ICRC prefix of what this UD QP sends (tx.cc)
+  wire::HeaderTemplate tx_headers; ///< the headers of what this RC QP sends (tx.cc)
+  /// What tx_headers was made for (MACs, addresses, source port, remote QP), as tx.cc
+  /// compares it before each packet: the peer's MAC may be learned or change at any time.
+  struct TxFlow {
+    uint64_t dst = 0;      ///< destination MAC, UDP source port
+    uint64_t src = 0;      ///< source MAC
+    uint64_t ips = 0;      ///< source and destination IPv4 addresses
+    uint32_t remote_qpn = 0;
+    bool built = false;
+  } tx_flow;
   uint64_t timeout_tsc = 0;        ///< local ACK timeout in TSC cycles
   ReqState req;
   CompState comp;

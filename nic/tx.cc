@@ -10,11 +10,81 @@
 
 namespace ndnic::nic {
 
+namespace {
+
+uint64_t mac_bits(const rte_ether_addr& a) {
+  uint64_t v = 0;
+  std::memcpy(&v, a.addr_bytes, 6);
+  return v;
+}
+
+/// The rest of a frame whose headers are at [d, o) and whose ICRC state after them is `crc`:
+/// each payload piece CRC'd while it is copied in (one read of the application's bytes), the
+/// pad, the ICRC; then it is queued.
+void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather* g, uint8_t pad,
+                  size_t total) {
+  if (g) {
+    for (unsigned i = 0; i < g->n; i++) {
+      crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);
+      o += g->len[i];
+    }
+  }
+  std::memset(o, 0, pad);
+  crc = wire::crc32(crc, o, pad);
+  o += pad;
+  std::memcpy(o, &crc, 4);  // little-endian on the wire, as on x86
+  m->data_len = uint16_t(total);
+  m->pkt_len = uint32_t(total);
+  qp.counters.tx_packets++;
+  qp.counters.tx_bytes += total;
+  s.send(m);
+}
+
+/// An empty mbuf with room for `total` bytes, or nullptr.
+rte_mbuf* frame_for(Shard& s, size_t total) {
+  rte_mbuf* m = s.new_frame();
+  if (m && rte_pktmbuf_tailroom(m) < total) {
+    rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  return m;
+}
+
+}  // namespace
+
 bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
-  std::memcpy(p.eth.dst, qp.dest_mac.addr_bytes, 6);
-  p.ip4.dst = qp.attr.dest_ipv4;
-  p.bth.dest_qp = qp.attr.remote_qpn;
-  return send_packet_to(s, qp, p, g);
+  // The headers from the QP's template (wire/header_template.h), made again whenever what it
+  // was made from changed; compared from where those values live, not from p.
+  const glue::Port& port = *s.port;
+  Qp::Impl::TxFlow& f = qp.tx_flow;
+  const uint64_t dst = mac_bits(qp.dest_mac) | uint64_t(qp.udp_sport) << 48;
+  const uint64_t src = mac_bits(port.mac());
+  const uint64_t ips = uint64_t(port.ipv4()) << 32 | qp.attr.dest_ipv4;
+  if (!f.built || f.dst != dst || f.src != src || f.ips != ips || f.remote_qpn != qp.attr.remote_qpn) {
+    wire::RocePacket flow;
+    std::memcpy(flow.eth.dst, qp.dest_mac.addr_bytes, 6);
+    std::memcpy(flow.eth.src, port.mac().addr_bytes, 6);
+    flow.ip4.src = port.ipv4();
+    flow.ip4.dst = qp.attr.dest_ipv4;
+    flow.udp.src_port = qp.udp_sport;
+    flow.bth.dest_qp = qp.attr.remote_qpn;
+    qp.tx_headers.build(flow);
+    f = {dst, src, ips, qp.attr.remote_qpn, true};
+  }
+  p.payload_len = g ? g->total : 0;
+  const uint8_t pad = wire::pad_for(p.payload_len);
+  const size_t udp_len = wire::udp_length(p);
+  const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
+  rte_mbuf* m = frame_for(s, total);
+  if (!m) return false;
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  const uint32_t psn_word = (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & wire::kPsnMask);
+  uint32_t crc = qp.tx_headers.write(d, p.bth.opcode, wire::bth_flags(p), psn_word, s.ip_id++, uint16_t(udp_len));
+  uint8_t* ext = d + wire::kTemplateLen;
+  uint8_t* o = wire::encode_ext_headers(p, ext);
+  crc = wire::crc32(crc, ext, size_t(o - ext));
+  finish_frame(s, qp, m, o, crc, g, pad, total);
+  return true;
 }
 
 bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
@@ -27,36 +97,16 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   p.payload_len = g ? g->total : 0;
 
   const size_t total = wire::frame_length(p);
-  rte_mbuf* m = s.new_frame();
+  rte_mbuf* m = frame_for(s, total);
   if (!m) return false;
-  if (rte_pktmbuf_tailroom(m) < total) {
-    rte_pktmbuf_free(m);
-    return false;
-  }
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   uint8_t* o = d + wire::encode_headers(p, d);
   // The ICRC as the frame is built: the masked prefix up to the BTH from the packet's fields
-  // (wire/icrc_prefix.h), the extension headers, then each payload piece CRC'd while it is
-  // copied in (one read of the application's bytes).
+  // (wire/icrc_prefix.h), then the extension headers and the payload.
   constexpr size_t kAfterBth = wire::kEthHdrLen + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen;
   qp.icrc_prefix.set_flow(wire::icrc_flow_of(p));
-  uint32_t crc = wire::crc32(qp.icrc_prefix.crc_of(p), d + kAfterBth, size_t(o - d) - kAfterBth);
-  if (g) {
-    for (unsigned i = 0; i < g->n; i++) {
-      crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);
-      o += g->len[i];
-    }
-  }
-  const uint8_t pad = wire::pad_for(p.payload_len);
-  std::memset(o, 0, pad);
-  crc = wire::crc32(crc, o, pad);
-  o += pad;
-  std::memcpy(o, &crc, 4);  // little-endian on the wire, as on x86
-  m->data_len = uint16_t(total);
-  m->pkt_len = uint32_t(total);
-  qp.counters.tx_packets++;
-  qp.counters.tx_bytes += total;
-  s.send(m);
+  const uint32_t crc = wire::crc32(qp.icrc_prefix.crc_of(p), d + kAfterBth, size_t(o - d) - kAfterBth);
+  finish_frame(s, qp, m, o, crc, g, wire::pad_for(p.payload_len), total);
   return true;
 }
 

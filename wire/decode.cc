@@ -85,6 +85,9 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
 
   const uint8_t* l3 = f + off;
   const size_t l3_avail = len - off;
+  // The ICRC prefix's flow, kept from the loads: read back from *out, the fields would be
+  // loaded wider than they were stored (the flow compare), which waits for the stores.
+  IcrcFlow flow;
   const uint8_t* l4;
   size_t l4_len;
   if (ethertype == kEtherTypeIpv4) {
@@ -104,8 +107,9 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
     ip.ttl = l3[8];
     if (l3[9] != kIpProtoUdp) return Reject::kNotUdp;
     ip.checksum = load_be16(l3 + 10);
-    ip.src = load_be32(l3 + 12);
-    ip.dst = load_be32(l3 + 16);
+    ip.src = flow.ip_src = load_be32(l3 + 12);
+    ip.dst = flow.ip_dst = load_be32(l3 + 16);
+    flow.ip_frag = ip.frag;
     ip.options = ihl > kIpv4HdrLen ? l3 + kIpv4HdrLen : nullptr;
     ip.options_len = uint8_t(ihl - kIpv4HdrLen);
     l4 = l3 + ihl;
@@ -133,8 +137,8 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   if (l4_len < kUdpHdrLen) return Reject::kTruncatedUdp;
   size_t udp_len = load_be16(l4 + 4);
   if (udp_len != l4_len) return Reject::kBadUdpLength;
-  out->udp.src_port = load_be16(l4);
-  out->udp.dst_port = load_be16(l4 + 2);
+  out->udp.src_port = flow.udp_sport = load_be16(l4);
+  out->udp.dst_port = flow.udp_dport = load_be16(l4 + 2);
   out->udp.checksum = load_be16(l4 + 6);
   if (out->udp.dst_port != kRoceV2Port) return Reject::kNotRoceV2Port;
 
@@ -147,8 +151,8 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   bth.mig = ib[1] & 0x40;
   bth.pad = (ib[1] >> 4) & 3;
   bth.tver = ib[1] & 0x0f;
-  bth.pkey = load_be16(ib + 2);
-  bth.dest_qp = load_be24(ib + 5);
+  bth.pkey = flow.pkey = load_be16(ib + 2);
+  bth.dest_qp = flow.dest_qp = load_be24(ib + 5);
   uint32_t apsn = load_be32(ib + 8);
   bth.ack_req = apsn >> 31;
   bth.psn = apsn & kPsnMask;
@@ -174,7 +178,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   if (!opt.check_icrc && !opt.defer_payload_icrc) return Reject::kOk;
   // From the fields as they are on the wire (the AckReq word's reserved bits included).
   const uint32_t prefix = opt.prefixes && IcrcPrefix::applies_to(*out)
-                              ? opt.prefixes->crc(icrc_flow_of(*out), load_be16(l3 + 2), out->ip4.id,
+                              ? opt.prefixes->crc(flow, load_be16(l3 + 2), out->ip4.id,
                                                   uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
                               : icrc_begin(l3, out->ipv6);
   if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {

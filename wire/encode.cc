@@ -54,6 +54,10 @@ uint8_t* encode_ext_headers(const RocePacket& p, uint8_t ext, uint8_t* o) {
 
 }  // namespace
 
+uint8_t* encode_ext_headers(const RocePacket& p, uint8_t* out) {
+  return encode_ext_headers(p, opcode_info(p.bth.opcode).ext, out);
+}
+
 size_t header_length(const RocePacket& p) {
   return kEthHdrLen + (p.eth.has_vlan ? kVlanTagLen : 0) + ip_header_length(p) + kUdpHdrLen +
          kBthLen + opcode_info(p.bth.opcode).ext_len;

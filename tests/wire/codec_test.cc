@@ -5,6 +5,7 @@
 
 #include "tests/fixtures/packet_builder.h"
 #include "wire/icrc.h"
+#include "wire/header_template.h"
 #include "wire/icrc_prefix.h"
 #include "ndnic/wire/packet.h"
 
@@ -308,6 +309,52 @@ TEST(Icrc, PrefixFromTheFieldsEqualsThePrefixOfTheFrame) {
   RocePacket v6;
   v6.ipv6 = true;
   EXPECT_FALSE(IcrcPrefix::applies_to(v6));
+}
+
+// A flow's header template writes, for every opcode, length, PSN, AckReq, SE and IP id, the
+// bytes encode_headers() writes through the BTH (IP checksum and lengths included), and returns
+// the ICRC state icrc_begin() gives over them; a template made again for another flow (another
+// MAC, address, source port, QP) writes that flow's headers.
+TEST(HeaderTemplate, WritesWhatEncodeHeadersWrites) {
+  std::mt19937_64 rng(15);
+  HeaderTemplate t;
+  for (int flow = 0; flow < 8; flow++) {
+    RocePacket p;
+    for (auto& b : p.eth.dst) b = uint8_t(rng());
+    for (auto& b : p.eth.src) b = uint8_t(rng());
+    p.ip4.src = uint32_t(rng());
+    p.ip4.dst = uint32_t(rng());
+    p.udp.src_port = uint16_t(rng());
+    p.bth.dest_qp = uint32_t(rng()) & kPsnMask;
+    ASSERT_TRUE(HeaderTemplate::applies_to(p));
+    t.build(p);
+    for (int i = 0; i < 300; i++) {
+      static constexpr uint8_t kOps[] = {kRcSendOnly,    kRcSendFirst,         kRcSendLastImm, kRcWriteFirst,
+                                         kRcWriteOnly,   kRcReadRequest,       kRcAck,         kRcAtomicAck,
+                                         kRcSendOnlyInv, kRcReadResponseFirst, kRcCompareSwap};
+      p.bth.opcode = kOps[rng() % (sizeof kOps)];
+      p.bth.psn = uint32_t(rng()) & kPsnMask;
+      p.bth.ack_req = rng() & 1;
+      p.bth.se = rng() & 1;
+      p.ip4.id = uint16_t(rng());
+      p.payload_len = opcode_info(p.bth.opcode).has_payload ? uint32_t(rng() % 4097) : 0;
+      std::vector<uint8_t> want(header_length(p));
+      ASSERT_EQ(encode_headers(p, want.data()), want.size());
+      std::vector<uint8_t> got(std::max<size_t>(64, want.size()) + 8, 0xa5);
+      const uint32_t crc = t.write(got.data(), p.bth.opcode, bth_flags(p),
+                                   (p.bth.ack_req ? 0x80000000u : 0) | p.bth.psn, p.ip4.id, uint16_t(udp_length(p)));
+      ASSERT_EQ(encode_ext_headers(p, got.data() + kTemplateLen), got.data() + want.size());
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size()))
+          << "flow " << flow << " packet " << i << " " << opcode_info(p.bth.opcode).name;
+      ASSERT_EQ(crc, icrc_begin(want.data() + kEthHdrLen, false));
+    }
+  }
+  RocePacket tagged;
+  tagged.eth.has_vlan = true;
+  EXPECT_FALSE(HeaderTemplate::applies_to(tagged));
+  RocePacket v6;
+  v6.ipv6 = true;
+  EXPECT_FALSE(HeaderTemplate::applies_to(v6));
 }
 
 // Decoding with a prefix cache (as a receiving shard does) gives the verdict decoding without

@@ -115,6 +115,9 @@ size_t frame_length(const RocePacket& p);
 /// Returns header_length(p). The ICRC is not written; see encode_frame or icrc.h.
 size_t encode_headers(const RocePacket& p, uint8_t* out);
 
+/// Writes the extension headers opcode_info(p.bth.opcode).ext names at `out`; returns their end.
+uint8_t* encode_ext_headers(const RocePacket& p, uint8_t* out);
+
 /// Writes the complete frame: headers, payload, zeroed pad bytes and the ICRC. Returns the
 /// frame length, or 0 when `cap` is too small. `p.icrc` is not read.
 size_t encode_frame(const RocePacket& p, uint8_t* out, size_t cap);
