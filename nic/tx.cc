@@ -12,10 +12,14 @@ namespace ndnic::nic {
 
 namespace {
 
+/// The six bytes as a number, put together in registers: copied into a zeroed word, they were
+/// read back wider than they were stored, which stalls until the stores complete.
 uint64_t mac_bits(const rte_ether_addr& a) {
-  uint64_t v = 0;
-  std::memcpy(&v, a.addr_bytes, 6);
-  return v;
+  uint32_t lo;
+  uint16_t hi;
+  std::memcpy(&lo, a.addr_bytes, 4);
+  std::memcpy(&hi, a.addr_bytes + 4, 2);
+  return lo | uint64_t(hi) << 32;
 }
 
 /// The rest of a frame whose headers are at [d, o) and whose ICRC state after them is `crc`:
