@@ -43,12 +43,14 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
     w.psn_assigned = false;
     w.atomic_orig = 0;
     w.length = 0;
-    if (w.wr.flags & kWrInline) {
-      w.length = w.wr.inline_len;
-    } else if (!is_local(w.wr.opcode)) {
-      const bool sink = is_rd_atomic(w.wr.opcode);  // READ/atomic results are written locally
-      for (unsigned i = 0; i < w.wr.num_sge; i++) {
-        const Sge& g = w.wr.sge[i];
+    // The checks read the ring's copy, written long before: the WQE's was just written (a
+    // wide copy), and narrower loads from it would wait for those stores to complete.
+    if (posted.flags & kWrInline) {
+      w.length = posted.inline_len;
+    } else if (!is_local(posted.opcode)) {
+      const bool sink = is_rd_atomic(posted.opcode);  // READ/atomic results are written locally
+      for (unsigned i = 0; i < posted.num_sge; i++) {
+        const Sge& g = posted.sge[i];
         Resolved res;
         if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr, g.length, sink, &res) != KeyCheck::kOk) {
           w.state = WqeState::kError;
@@ -59,7 +61,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
         w.length += g.length;
       }
     }
-    if (w.state == WqeState::kPosted && is_atomic(w.wr.opcode) && w.length < 8) {
+    if (w.state == WqeState::kPosted && is_atomic(posted.opcode) && w.length < 8) {
       w.state = WqeState::kError;
       w.status = WcStatus::kLocalLength;
     }
