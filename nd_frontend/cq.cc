@@ -32,12 +32,17 @@ HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
   // The arm a Notify set stays until a completion signals it: once it is gone, whether the
   // signal wrote the event fd (before we started to drive) or not, the waiters are due.
   cq_->add_driven_waiter(1);
+  bool signaled = false;
   const HRESULT hr = overlapped_result_driving(ov, bytes, [&] {
     const bool work = adapter_->progress();
-    if (!cq_->armed()) notified(false);
+    if (!cq_->armed()) {
+      signaled = true;
+      notified(false);
+    }
     return work;
   });
   cq_->add_driven_waiter(-1);
+  driven_wait_done_ = signaled && hr == ND_SUCCESS;
   return hr;
 }
 
@@ -115,7 +120,15 @@ HRESULT NdCq::CancelOverlappedRequests() {
 }
 
 SIZE_T NdCq::GetResults(ND_RESULT* results[], SIZE_T n) {
-  adapter_->progress();  // run to completion: the caller's look at the CQ moves the engine
+  // Run to completion: the caller's look at the CQ moves the engine first, unless a wait this
+  // thread drove has just ended with the CQ's signal: its results are there, and one more
+  // engine iteration before them was ~7% of a Notify wait's half round trip.
+  if (!driven_wait_done_) adapter_->progress();
+  driven_wait_done_ = false;
+  return take_results(results, n);
+}
+
+SIZE_T NdCq::take_results(ND_RESULT* results[], SIZE_T n) {
   nic::Completion c[64];
   SIZE_T got = 0;
   while (got < n) {

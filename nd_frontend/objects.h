@@ -118,6 +118,8 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   NdAdapter* adapter_;
   nic::Cq* cq_;
   const int shard_;
+  /// Up to n results from the CQ, without moving the engine.
+  SIZE_T take_results(ND_RESULT* results[], SIZE_T n);
   /// Completes every pending Notify: ND_CANCELED when `cancel`, else as notified() says.
   void complete_waiters(bool cancel);
   /// Takes `ov` back if no one completed it yet.
@@ -125,6 +127,8 @@ class NdCq final : public Unknown<INDCompletionQueue> {
 
   /// The usual case, one pending Notify, without a lock: a Notify per result otherwise took the
   /// mutex twice (to add itself, and for the notifier to take it), a tenth of a Notify wait.
+  /// A Notify wait this thread drove ended with the CQ's signal, and no look at the CQ since.
+  bool driven_wait_done_ = false;
   std::atomic<OVERLAPPED*> one_{nullptr};
   std::atomic<bool> more_{false};  ///< waiting_ may hold some
   std::mutex mu_;                  // Notify / notifier / cancel past the first waiter
