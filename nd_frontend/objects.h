@@ -125,10 +125,10 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   /// Takes `ov` back if no one completed it yet.
   bool take_waiter(OVERLAPPED* ov);
 
-  /// The usual case, one pending Notify, without a lock: a Notify per result otherwise took the
-  /// mutex twice (to add itself, and for the notifier to take it), a tenth of a Notify wait.
   /// A Notify wait this thread drove ended with the CQ's signal, and no look at the CQ since.
   bool driven_wait_done_ = false;
+  /// The usual case, one pending Notify, without a lock: a Notify per result otherwise took the
+  /// mutex twice (to add itself, and for the notifier to take it), a tenth of a Notify wait.
   std::atomic<OVERLAPPED*> one_{nullptr};
   std::atomic<bool> more_{false};  ///< waiting_ may hold some
   std::mutex mu_;                  // Notify / notifier / cancel past the first waiter
