@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <sys/random.h>
 
+#include <cassert>
 #include <cstddef>
 #include <cstring>
 #include <random>
@@ -92,8 +93,7 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   wr.flags = uint8_t(op_flags(flags) | wr_flags);
   r->Status = ND_PENDING;
   if (batching_) {
-    if (nbatch_ == batch_.size()) batch_.emplace_back();
-    if (&wr != &batch_[nbatch_]) batch_[nbatch_] = wr;  // built elsewhere (a bind, an atomic)
+    assert(&wr == &batch_[nbatch_]);  // new_wr built it in the batch's next slot
     nbatch_++;
     return ND_SUCCESS;
   }

@@ -205,6 +205,7 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
  private:
   HRESULT rdma(nic::WrOpcode op, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
                ULONGLONG offset, DWORD flags);
+  /// Posts `wr`, which new_wr made (in a batch: kept in its slot).
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
                uint8_t wr_flags = 0);
   /// A send work request with every field before the SGEs zero, built where it will stay: the

@@ -1,5 +1,6 @@
 // Building a QP's packets: addressing from the QP, headers by the wire encoder, the payload
 // gathered from registered memory, the ICRC over the result.
+#include <algorithm>
 #include <cstring>
 
 #include <rte_mbuf.h>
@@ -44,10 +45,10 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
   s.send(m);
 }
 
-/// An empty mbuf with room for `total` bytes, or nullptr.
-rte_mbuf* frame_for(Shard& s, size_t total) {
+/// An empty mbuf with room for `room` bytes, or nullptr.
+rte_mbuf* frame_for(Shard& s, size_t room) {
   rte_mbuf* m = s.new_frame();
-  if (m && rte_pktmbuf_tailroom(m) < total) {
+  if (m && rte_pktmbuf_tailroom(m) < room) {
     rte_pktmbuf_free(m);
     return nullptr;
   }
@@ -79,7 +80,7 @@ bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
   const uint8_t pad = wire::pad_for(p.payload_len);
   const size_t udp_len = wire::udp_length(p);
   const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
-  rte_mbuf* m = frame_for(s, total);
+  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
   if (!m) return false;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   const uint32_t psn_word = (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & wire::kPsnMask);

@@ -11,9 +11,7 @@ constexpr size_t kIp = kEthHdrLen, kUdp = kIp + kIpv4HdrLen, kBth = kUdp + kUdpH
 
 void HeaderTemplate::build(const RocePacket& p) {
   RocePacket t = p;
-  t.payload_len = 0;
-  t.ip4.id = 0;
-  t.bth.opcode = kRcSendOnly;  // any opcode: its bytes are zeroed below
+  t.bth.opcode = kRcSendOnly;  // no extension headers, so the headers fit; its byte is zeroed below
   std::memset(bytes_, 0, sizeof bytes_);
   encode_headers(t, bytes_);
   // The per-packet fields zero, the checksum's fixed part kept as a sum.
@@ -30,7 +28,7 @@ void HeaderTemplate::build(const RocePacket& p) {
 
 uint32_t HeaderTemplate::write(uint8_t* out, uint8_t opcode, uint8_t bth_flags, uint32_t bth_psn_word,
                                uint16_t ip_id, uint16_t udp_len) const {
-  std::memcpy(out, bytes_, sizeof bytes_);
+  std::memcpy(out, bytes_, kTemplateWriteLen);
   const uint16_t ip_total = uint16_t(kIpv4HdrLen + udp_len);
   store_be16(out + kIp + 2, ip_total);
   store_be16(out + kIp + 4, ip_id);

@@ -16,6 +16,8 @@ namespace ndnic::wire {
 /// Ethernet, IPv4 without options, UDP and BTH: what the template holds.
 constexpr size_t kTemplateLen = kEthHdrLen + kIpv4HdrLen + kUdpHdrLen + kBthLen;
 static_assert(kTemplateLen == 54);
+/// Bytes write() stores: the headers and what follows them, in one copy.
+constexpr size_t kTemplateWriteLen = 64;
 
 class HeaderTemplate {
  public:
@@ -28,12 +30,13 @@ class HeaderTemplate {
 
   /// Writes the headers through the BTH for a packet of the flow, as encode_headers() would
   /// (its extension headers follow at out + kTemplateLen), and returns the ICRC state after
-  /// them (IcrcPrefix::crc). Writes 64 bytes: past the BTH they are the caller's to overwrite.
+  /// them (IcrcPrefix::crc). Writes kTemplateWriteLen bytes: past the BTH they are the caller's
+  /// to overwrite (a frame may be shorter: its buffer must have room for them).
   uint32_t write(uint8_t* out, uint8_t opcode, uint8_t bth_flags, uint32_t bth_psn_word, uint16_t ip_id,
                  uint16_t udp_len) const;
 
  private:
-  alignas(64) uint8_t bytes_[64] = {};  ///< the headers, per-packet fields zero
+  alignas(64) uint8_t bytes_[kTemplateWriteLen] = {};  ///< the headers, per-packet fields zero
   uint32_t ip_sum_ = 0;                 ///< the one's-complement sum of the IPv4 header's fixed words
   IcrcPrefix icrc_;
 };
