@@ -14,10 +14,10 @@
 namespace ndnic::nd {
 namespace {
 
-uint8_t random_byte() {
-  uint8_t b = 0;
-  if (getrandom(&b, 1, 0) != 1) b = uint8_t(std::random_device{}());
-  return b;
+uint32_t random32() {
+  uint32_t r = 0;
+  if (getrandom(&r, sizeof r, 0) != sizeof r) r = std::random_device{}();
+  return r;
 }
 
 uint32_t op_flags(DWORD flags) {
@@ -205,8 +205,12 @@ HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, c
   // Every bind gives the window a new key byte, so a descriptor from an earlier bind is stale;
   // a random one, so a peer cannot predict the next token from the last. The window is named
   // by its handle: should this bind fail or be flushed, the window keeps its key, and the next
-  // Bind, Invalidate or Release still finds it.
-  const uint8_t next = uint8_t(nic::key_byte(mw->rkey()) + 1 + random_byte() % 255);
+  // Bind, Invalidate or Release still finds it. The byte differs from the last Bind posted and
+  // from the engine's, which a flushed or failed Bind left older: the engine refuses a bind
+  // that would keep its key.
+  const uint8_t next = nic::key_byte_avoiding(nic::key_byte(mw->rkey()),
+                                              nic::key_byte(adapter_->dev()->mw_key(mw->handle())),
+                                              random32());
   wr.bind = {mw->handle(), mr->lkey, reinterpret_cast<uint64_t>(buf), size, access, next};
   const uint32_t new_key = nic::make_key(nic::key_index(mw->handle()), next);
   HRESULT hr = post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false, nic::kWrWindowHandle);

@@ -241,6 +241,8 @@ uint32_t Device::alloc_mw(uint32_t pd, uint64_t context) { return impl_->memory.
 
 bool Device::dealloc_mw(uint32_t rkey) { return impl_->memory.dealloc_mw(rkey); }
 
+uint32_t Device::mw_key(uint32_t handle) const { return impl_->memory.window_key(handle); }
+
 Cq* Device::create_cq(uint32_t entries) {
   std::lock_guard control(impl_->control);
   auto cq = std::make_unique<Cq::Impl>();

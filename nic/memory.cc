@@ -292,6 +292,13 @@ uint32_t MemoryTable::alloc_mw(uint32_t pd, uint64_t context) {
   return key;
 }
 
+uint32_t MemoryTable::window_key(uint32_t handle) const {
+  const Window* w = impl_->window_slot(handle);
+  if (w == nullptr) return 0;
+  const WindowView v = Impl::read(*w);
+  return Impl::names(v, handle, MwName::kHandle) ? v.word.key : 0;
+}
+
 bool MemoryTable::dealloc_mw(uint32_t key) {
   Window* w = impl_->window_slot(key);
   if (w == nullptr) return false;

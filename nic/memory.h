@@ -32,6 +32,14 @@ inline uint32_t key_index(uint32_t key) { return key >> kKeyIndexShift; }
 inline uint8_t key_byte(uint32_t key) { return uint8_t(key & kKeyByteMask); }
 inline uint32_t make_key(uint32_t index, uint8_t byte) { return index << kKeyIndexShift | byte; }
 inline bool is_mw_key(uint32_t key) { return key_index(key) >= kMwKeyBase; }
+/// A key byte other than `a` and `b` (the same byte or two), each allowed one equally likely
+/// for a uniform `random`.
+inline uint8_t key_byte_avoiding(uint8_t a, uint8_t b, uint32_t random) {
+  if (a == b) return uint8_t(a + 1 + random % 255);
+  const uint8_t step = uint8_t(random % 254);      // among the 254 bytes left, counted from a + 1
+  const uint8_t b_step = uint8_t(b - a - 1);       // where b is in that count: 0..254
+  return uint8_t(a + 1 + step + (step >= b_step)); // past b, one further
+}
 
 /// Outcome of a key check, mapped by callers to a NAK or a completion status.
 enum class KeyCheck : uint8_t {
@@ -78,6 +86,9 @@ class MemoryTable {
   /// Frees the window named by its handle or its current key; a bound window's region is
   /// released.
   bool dealloc_mw(uint32_t key);
+  /// The key window `handle` has now (the engine's: a bind posted but not yet run has not
+  /// changed it); 0 when no window is allocated under `handle`.
+  uint32_t window_key(uint32_t handle) const;
   /// QP `qp_id` is gone: every window bound to it is invalidated (no completion). Returns how
   /// many were.
   unsigned invalidate_bound_to(uint32_t qp_id);

@@ -141,6 +141,9 @@ class Device {
   /// kRemoteInvalidate completion. Returns its initial R_Key (unbound), 0 on failure.
   uint32_t alloc_mw(uint32_t pd, uint64_t context);
   bool dealloc_mw(uint32_t rkey);
+  /// The R_Key window `handle` (what alloc_mw returned) has in the engine now: binds posted
+  /// and not yet run have not changed it. 0 for no such window.
+  uint32_t mw_key(uint32_t handle) const;
 
   Cq* create_cq(uint32_t entries);
   void destroy_cq(Cq* cq);

@@ -124,6 +124,47 @@ TEST(MemoryKeys, ReRegisteringASlotChangesTheKeyByte) {
   EXPECT_FALSE(table.deregister_mr(first));
 }
 
+// Pairs of bytes to avoid, and every random step: the byte differs from both, and each
+// byte allowed comes from as many steps as any other (a fair choice for a uniform random).
+TEST(MemoryKeys, KeyByteAvoidingNeverPicksEitherByteAndPicksTheRestEvenly) {
+  for (unsigned a = 0; a < 256; a++) {
+    // b equal to a, beside it on either side (the wrap included), opposite, and at the ends.
+    for (unsigned b : {a, (a + 1) % 256, (a + 255) % 256, (a + 128) % 256, 0u, 255u}) {
+      std::vector<unsigned> hits(256, 0);
+      const unsigned allowed = a == b ? 255 : 254;
+      for (uint32_t r = 0; r < 255u * 254u; r++) hits[key_byte_avoiding(uint8_t(a), uint8_t(b), r)]++;
+      ASSERT_EQ(hits[a], 0u) << a << " " << b;
+      ASSERT_EQ(hits[b], 0u) << a << " " << b;
+      for (unsigned v = 0; v < 256; v++) {
+        if (v == a || v == b) continue;
+        ASSERT_EQ(hits[v], 255u * 254u / allowed) << a << " " << b << " " << v;
+      }
+    }
+  }
+}
+
+// window_key reports the engine's key: the handle's before any bind, the new key after one,
+// the same after a bind that failed, 0 once the window is freed.
+TEST_F(MemoryTest, WindowKeyIsTheKeyTheLastBindThatRanGave) {
+  const uint32_t mr = reg(kAllRights | kAccessMwBind);
+  const uint32_t w = table.alloc_mw(kPd, 0);
+  ASSERT_NE(w, 0u);
+  EXPECT_EQ(table.window_key(w), w);
+  uint32_t key = 0;
+  const uint8_t next = uint8_t(key_byte(w) + 1);
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, w, mr, va(buf.data()), 64, kAccessRemoteWrite, next, &key,
+                                         MwName::kHandle));
+  EXPECT_EQ(table.window_key(w), key);
+  EXPECT_EQ(key_byte(key), next);
+  // Bound already: refused, key unchanged.
+  EXPECT_NE(KeyCheck::kOk, table.bind_mw(kPd, kQpn, w, mr, va(buf.data()), 64, kAccessRemoteWrite,
+                                         uint8_t(next + 1), nullptr, MwName::kHandle));
+  EXPECT_EQ(table.window_key(w), key);
+  EXPECT_EQ(table.window_key(key), 0u) << "named by its handle only";
+  EXPECT_TRUE(table.dealloc_mw(w));
+  EXPECT_EQ(table.window_key(w), 0u);
+}
+
 TEST_F(MemoryTest, ProtectionDomain) {
   const uint32_t key = reg(kAccessLocalWrite | kAccessRemoteRead);
   EXPECT_EQ(KeyCheck::kBadPd, local(key, va(buf.data()), 1, false, kOtherPd));
