@@ -43,10 +43,10 @@ Session::~Session() {
   if (adapter_) adapter_->Release();
 }
 
-bool Session::succeeded(const ND_RESULT* r, const std::string& what) const {
-  if (r->Status == ND_SUCCESS) return true;
-  if (r->Status == ND_CANCELED) return fail(what + ": canceled (the peer went away, or an earlier request failed)");
-  return fail(what, r->Status);
+bool Session::failed(const ND_RESULT* r, std::string_view what) const {
+  if (r->Status == ND_CANCELED)
+    return fail(std::string(what) + ": canceled (the peer went away, or an earlier request failed)");
+  return fail(std::string(what), r->Status);
 }
 
 std::span<Op*> Session::reap_ops(std::span<Op*> room) {

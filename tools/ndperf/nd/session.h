@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ndnic/ndnic_ext.h"
@@ -138,15 +139,20 @@ class Session {
   bool fail(const std::string& what, HRESULT hr = ND_SUCCESS) const { return actor_.fail(what, hr); }
   /// A post's HRESULT: true when it was accepted, otherwise says what failed.
   bool posted(HRESULT hr, const char* what) const { return SUCCEEDED(hr) || fail(what, hr); }
-  /// A completed request's status: true for ND_SUCCESS, otherwise says what failed.
-  bool succeeded(const ND_RESULT* r, const std::string& what) const;
+  /// A completed request's status: true for ND_SUCCESS, otherwise says what failed. A view, so
+  /// that the loops calling it for every result build no string for the usual success.
+  bool succeeded(const ND_RESULT* r, std::string_view what) const {
+    return r->Status == ND_SUCCESS || failed(r, what);
+  }
   /// A result nothing waits for: says what failed if it did (succeeded()), else "an unexpected
   /// result"; false.
-  bool unexpected(const ND_RESULT* r, const std::string& what) const {
+  bool unexpected(const ND_RESULT* r, std::string_view what) const {
     return succeeded(r, what) && fail("an unexpected result");
   }
 
  private:
+  /// succeeded()'s failure: says what failed; false.
+  bool failed(const ND_RESULT* r, std::string_view what) const;
   nd_app::EndpointShape shape(const Depths& d) const;
 
   const Options& o_;
