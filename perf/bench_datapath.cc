@@ -12,6 +12,8 @@
 //   per SEND or WRITE, or the READ responses, built beforehand in A's pool): the completer's
 //   checks, READ placement, the completions.
 // - stream: everything, end to end: post, both engines, ACKs, the completer, the CQs.
+// - idle iteration: one engine iteration that finds nothing to do (run to completion's look at
+//   an empty CQ).
 //
 // The stage functions are driven as the shard's own poll loop drives them (the devices have no
 // worker lcores, so this thread is their lcore); nothing in nic/ is changed for it. After every
@@ -439,6 +441,19 @@ void BM_stream(benchmark::State& state, Shape shape) {
   report(state, uint64_t(msgs) * shape.packets(), uint64_t(msgs) * shape.len);
 }
 
+// ---- one engine iteration with nothing to do -------------------------------------------------
+
+// What run to completion pays for every look at a CQ that finds the engine idle: Device::progress
+// on a connected QP with nothing posted and nothing arriving (taking the drive, the RCU reader
+// online and offline, the shard's poll loop). A client waiting for ACKs pays it several times per
+// burst of messages.
+void BM_idle_iteration(benchmark::State& state) {
+  Pair* p = pair(state);
+  if (!p) return;
+  for (auto _ : state) benchmark::DoNotOptimize(p->a.dev.progress());
+  if (p->a.dev.progress() != 0) state.SkipWithError("the engine found work where there was none");
+}
+
 bool register_all() {
   // Single-packet messages small and at a full MTU, and a 32-packet message (FIRST, MIDDLEs,
   // LAST with one ACK) where the per-message costs are spread thin.
@@ -463,6 +478,7 @@ bool register_all() {
     benchmark::RegisterBenchmark(name("BM_completer", sh).c_str(), BM_completer, sh)->UseManualTime()->MinTime(kMinTime);
   for (const Shape& sh : kRequests)
     benchmark::RegisterBenchmark(name("BM_stream", sh).c_str(), BM_stream, sh)->UseRealTime()->MinTime(kMinTime);
+  benchmark::RegisterBenchmark("BM_idle_iteration", BM_idle_iteration)->MinTime(kMinTime);
   return true;
 }
 
