@@ -63,6 +63,16 @@ class Nd : public ::testing::Test {
   }
 
   void connect() { ASSERT_EQ(nd::connect_endpoints_for_test(a.ep, b.ep), ND_SUCCESS); }
+  /// A new connection on new endpoints (the old ones released), as after a failed one.
+  void reconnect() {
+    for (Side* s : {&a, &b}) {
+      s->ep->Release();
+      s->ep = nullptr;
+      ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
+                ND_SUCCESS);
+    }
+    connect();
+  }
 
   /// Collects results from `cq` until `n` arrived or 5 s passed.
   std::vector<ND_RESULT*> results(INDCompletionQueue* cq, size_t n, int ms = 5000) {
@@ -801,14 +811,7 @@ TEST_F(Nd, AFlushedBindLeavesTheWindowBindableOnTheNextConnection) {
   b.ep->SubmitRequestBatch();
   ASSERT_EQ(results(b.cq, 1).size(), 1u);
   EXPECT_EQ(bind1.Status, ND_CANCELED);
-  // A new connection on new endpoints.
-  for (Side* s : {&a, &b}) {
-    s->ep->Release();
-    s->ep = nullptr;
-    ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
-              ND_SUCCESS);
-  }
-  connect();
+  ASSERT_NO_FATAL_FAILURE(reconnect());
   ASSERT_EQ(b.ep->Bind(&bind2, b.mr, mw, b.buf.data(), 4096, ND_OP_FLAG_ALLOW_WRITE, &d2), ND_SUCCESS);
   ASSERT_EQ(results(b.cq, 1).size(), 1u);
   EXPECT_EQ(bind2.Status, ND_SUCCESS) << std::hex << bind2.Status;
@@ -832,15 +835,6 @@ TEST_F(Nd, BindsAfterFlushedBindsNeverReuseTheWindowsKey) {
   std::vector<ND_RESULT> inv(kWindows), r(kWindows);
   std::vector<ND_MW_DESCRIPTOR> d(kWindows);
   for (int i = 0; i < kWindows; i++) ASSERT_EQ(b.adapter->CreateMemoryWindow(&inv[i], &mws[i]), ND_SUCCESS);
-  const auto new_connection = [&] {
-    for (Side* s : {&a, &b}) {
-      s->ep->Release();
-      s->ep = nullptr;
-      ASSERT_EQ(s->conn->CreateEndpoint(s->cq, s->cq, kEntries, kEntries, kSge, kSge, 4, 4, nullptr, &s->ep),
-                ND_SUCCESS);
-    }
-    connect();
-  };
   connect();
   for (int round = 0; round < kRounds; round++) {
     b.ep->StartRequestBatch();
@@ -850,7 +844,7 @@ TEST_F(Nd, BindsAfterFlushedBindsNeverReuseTheWindowsKey) {
     b.ep->SubmitRequestBatch();
     ASSERT_EQ(results(b.cq, kWindows).size(), size_t(kWindows));
     for (int i = 0; i < kWindows; i++) ASSERT_EQ(r[i].Status, ND_CANCELED) << round << " " << i;
-    new_connection();
+    ASSERT_NO_FATAL_FAILURE(reconnect());
     for (int i = 0; i < kWindows; i++)
       ASSERT_EQ(b.ep->Bind(&r[i], b.mr, mws[i], b.buf.data(), 4096, ND_OP_FLAG_ALLOW_WRITE, &d[i]), ND_SUCCESS);
     ASSERT_EQ(results(b.cq, kWindows).size(), size_t(kWindows));
