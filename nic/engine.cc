@@ -138,7 +138,9 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
 namespace {
 /// Asks for `p`'s line in a state this core may write (x86 PREFETCHW, a no-op where the CPU
 /// lacks it): the receiving core read the mbuf last, and a read prefetch would leave the line
-/// shared, so the write that follows waits for a second round with the other core.
+/// shared, so the write that follows waits for a second round with the other core. Not DPDK's
+/// rte_prefetch0_write: under the build's -march=corei7 (no PRFCHW) it compiles to a read
+/// prefetch.
 inline void prefetch_to_write(const void* p) {
 #if defined(__x86_64__)
   asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
