@@ -1,24 +1,16 @@
 // INDEndpoint over a nic::Qp: every request is one work request on the QP's ring; a batch
 // (StartRequestBatch .. SubmitRequestBatch) is one ring operation.
 #include <endian.h>
-#include <sys/random.h>
 
 #include <cassert>
 #include <cstddef>
 #include <cstring>
-#include <random>
 
 #include "nd_frontend/objects.h"
 #include "nic/memory.h"
 
 namespace ndnic::nd {
 namespace {
-
-uint32_t random32() {
-  uint32_t r = 0;
-  if (getrandom(&r, sizeof r, 0) != sizeof r) r = std::random_device{}();
-  return r;
-}
 
 uint32_t op_flags(DWORD flags) {
   uint32_t f = 0;
@@ -208,9 +200,8 @@ HRESULT NdEndpoint::Bind(ND_RESULT* r, ND_MR_HANDLE hmr, INDMemoryWindow* pmw, c
   // Bind, Invalidate or Release still finds it. The byte differs from the last Bind posted and
   // from the engine's, which a flushed or failed Bind left older: the engine refuses a bind
   // that would keep its key.
-  const uint8_t next = nic::key_byte_avoiding(nic::key_byte(mw->rkey()),
-                                              nic::key_byte(adapter_->dev()->mw_key(mw->handle())),
-                                              random32());
+  const uint8_t next =
+      nic::random_key_byte(nic::key_byte(mw->rkey()), nic::key_byte(adapter_->dev()->mw_key(mw->handle())));
   wr.bind = {mw->handle(), mr->lkey, reinterpret_cast<uint64_t>(buf), size, access, next};
   const uint32_t new_key = nic::make_key(nic::key_index(mw->handle()), next);
   HRESULT hr = post(wr, r, nullptr, 0, flags & ND_OP_FLAG_SILENT_SUCCESS, false, nic::kWrWindowHandle);

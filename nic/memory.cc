@@ -49,8 +49,6 @@ uint32_t random32() {
   return fallback();
 }
 
-/// A key byte other than `old`, by a random step.
-uint8_t next_key_byte(uint8_t old) { return uint8_t(old + 1 + random32() % 255); }
 
 // A zero-length access touches no byte, but callers may still hand the address to memcpy,
 // which must not get a null pointer.
@@ -153,6 +151,8 @@ class FreeList {
 
 }  // namespace
 
+uint8_t random_key_byte(uint8_t a, uint8_t b) { return key_byte_avoiding(a, b, random32()); }
+
 struct MemoryTable::Impl {
   std::unique_ptr<Region[]> mrs;
   std::unique_ptr<Window[]> mws;
@@ -254,7 +254,7 @@ bool MemoryTable::register_mr(uint32_t pd, const void* addr, uint64_t len, uint3
   r.len = len;
   r.pd = pd;
   r.access = access;
-  r.next_byte = next_key_byte(r.next_byte);
+  r.next_byte = random_key_byte(r.next_byte, r.next_byte);
   *key = make_key(slot + 1, r.next_byte);
   r.word.store(uint64_t(*key) << kRegionKeyShift, std::memory_order_release);
   return true;
@@ -283,7 +283,7 @@ uint32_t MemoryTable::alloc_mw(uint32_t pd, uint64_t context) {
   Window& w = impl_->mws[slot];
   const MwWord old = MwWord::unpack(w.word.load(std::memory_order_relaxed));
   // A new key byte, so keys of the slot's previous allocation stay dead.
-  const uint32_t key = make_key(kMwKeyBase + slot, next_key_byte(key_byte(old.key)));
+  const uint32_t key = make_key(kMwKeyBase + slot, random_key_byte(key_byte(old.key), key_byte(old.key)));
   w.pd.store(pd, std::memory_order_relaxed);
   w.context.store(context, std::memory_order_relaxed);
   w.handle.store(key, std::memory_order_relaxed);

@@ -40,6 +40,9 @@ inline uint8_t key_byte_avoiding(uint8_t a, uint8_t b, uint32_t random) {
   const uint8_t b_step = uint8_t(b - a - 1);       // where b is in that count: 0..254
   return uint8_t(a + 1 + step + (step >= b_step)); // past b, one further
 }
+/// key_byte_avoiding() with unpredictable bits (getrandom): a peer that saw one key must not be
+/// able to compute the next.
+uint8_t random_key_byte(uint8_t a, uint8_t b);
 
 /// Outcome of a key check, mapped by callers to a NAK or a completion status.
 enum class KeyCheck : uint8_t {
