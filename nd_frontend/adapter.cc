@@ -2,11 +2,13 @@
 // CQ event fds into completed Notify requests.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,6 +30,10 @@ constexpr SIZE_T kLargeRequestThreshold = 4096;  ///< above this, Read/Write bea
 constexpr SIZE_T kMaxCallerData = 56;   ///< REQ private data (92) less rdma_cm's header (36)
 constexpr SIZE_T kMaxCalleeData = 196;  ///< REP private data
 constexpr UINT32 kVendorId = 0x4E44;    ///< "ND": ndnic has no PCI vendor
+/// NDNIC_NOTIFY_WATCH_AUTO's watch for a thread apart from the workers: a ping-pong's turn
+/// and a stream's next batch come well within it on cores of their own.
+constexpr std::chrono::microseconds kNotifyWatchApart{50};
+std::atomic<uint64_t> g_adapter_serial{0};
 
 struct Registered {
   nic::Device* dev;
@@ -63,7 +69,8 @@ void unregister_adapter(glue::Port* port) {
 }
 
 NdAdapter::NdAdapter(nic::Device* dev, glue::Port* port, cm::Agent* cm)
-    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm), app_driven_(dev->app_driven()) {
+    : dev_(dev), port_(port), pd_(dev->alloc_pd()), cm_(cm), app_driven_(dev->app_driven()),
+      worker_cpus_(dev->worker_cpus()), serial_(g_adapter_serial.fetch_add(1) + 1) {
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   stop_fd_ = eventfd(0, EFD_CLOEXEC);
   epoll_event ev{};
@@ -141,6 +148,38 @@ HRESULT NdAdapter::create_cq(SIZE_T entries, int shard, INDCompletionQueue** out
   nic::Cq* cq = dev_->create_cq(uint32_t(entries));
   if (!cq) return ND_INSUFFICIENT_RESOURCES;
   *out = new NdCq(this, cq, shard);
+  return ND_SUCCESS;
+}
+
+std::chrono::microseconds NdAdapter::notify_watch() const {
+  const uint32_t us = notify_watch_us_.load(std::memory_order_relaxed);
+  if (us != NDNIC_NOTIFY_WATCH_AUTO) return std::chrono::microseconds(us);
+  // Whether the calling thread runs apart from the workers, found once per thread and adapter
+  // (a system call).
+  thread_local uint64_t checked_for = 0;
+  thread_local bool apart = false;
+  if (checked_for != serial_) {
+    checked_for = serial_;
+    cpu_set_t mine, both;
+    apart = pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0;
+    CPU_AND(&both, &mine, &worker_cpus_);
+    apart = apart && CPU_COUNT(&both) == 0;
+  }
+  return apart ? kNotifyWatchApart : std::chrono::microseconds(0);
+}
+
+HRESULT NdAdapter::Control(DWORD code, const void* in, SIZE_T in_size, void* out, SIZE_T out_size,
+                           SIZE_T* out_bytes, OVERLAPPED* ov) {
+  if (code != NDNIC_CONTROL_NOTIFY_WATCH_US) return ND_NOT_SUPPORTED;
+  if (!in || !ov) return ND_INVALID_PARAMETER;
+  if (in_size != sizeof(ULONG) || (out && out_size < sizeof(ULONG))) return ND_INVALID_BUFFER_SIZE;
+  ULONG us;
+  std::memcpy(&us, in, sizeof us);
+  if (us > NDNIC_NOTIFY_WATCH_MAX_US && us != NDNIC_NOTIFY_WATCH_AUTO) return ND_INVALID_PARAMETER;
+  const ULONG was = notify_watch_us_.exchange(uint32_t(us), std::memory_order_relaxed);
+  if (out) std::memcpy(out, &was, sizeof was);
+  if (out_bytes) *out_bytes = out ? sizeof(ULONG) : 0;
+  overlapped_complete(ov, ND_SUCCESS, out ? sizeof(ULONG) : 0);
   return ND_SUCCESS;
 }
 

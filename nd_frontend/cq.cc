@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "nd_frontend/objects.h"
 #include "nd_frontend/overlapped.h"
@@ -26,12 +27,16 @@ NdCq::~NdCq() {
 
 HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
   if (!ov) return ND_INVALID_PARAMETER;
-  if (!wait || !adapter_->app_driven()) return overlapped_result(ov, bytes, wait);
+  if (!wait) return overlapped_result(ov, bytes, FALSE);
+  return adapter_->app_driven() ? wait_driving(ov, bytes) : wait_watching(ov, bytes);
+}
+
+HRESULT NdCq::wait_driving(OVERLAPPED* ov, SIZE_T* bytes) {
   // Run to completion: a Notify is satisfied by the engine this thread drives. The CQ's signal
   // is seen here, without the notifier thread's wake-up (a hop to another thread per result).
   // The arm a Notify set stays until a completion signals it: once it is gone, whether the
   // signal wrote the event fd (before we started to drive) or not, the waiters are due.
-  cq_->add_driven_waiter(1);
+  cq_->add_watcher(1);
   bool signaled = false;
   const HRESULT hr = overlapped_result_driving(ov, bytes, [&] {
     const bool work = adapter_->progress();
@@ -41,9 +46,38 @@ HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
     }
     return work;
   });
-  cq_->add_driven_waiter(-1);
+  cq_->add_watcher(-1);
   driven_wait_done_ = signaled && hr == ND_SUCCESS;
   return hr;
+}
+
+HRESULT NdCq::wait_watching(OVERLAPPED* ov, SIZE_T* bytes) {
+  // Worker lcores: the result a Notify waits for mostly comes within microseconds (a
+  // ping-pong's turn, a stream's next batch). Woken through the event fd it costs two
+  // wake-ups, the notifier thread's and then ours: send_lat's typical half round trip with
+  // Notify was 12.8 us against 2.3 us polled on the 16-core machine. So watch the CQ's
+  // signal for a while (NDNIC_CONTROL_NOTIFY_WATCH_US), as a driving waiter does, and only then
+  // sleep as Notify promises.
+  if (adapter_->notify_watch().count() == 0) return overlapped_result(ov, bytes, TRUE);
+  cq_->add_watcher(1);
+  HRESULT hr = ND_PENDING;
+  nic::Backoff backoff;
+  const auto until = std::chrono::steady_clock::now() + adapter_->notify_watch();
+  for (unsigned look = 1;; look++) {
+    hr = overlapped_result(ov, bytes, FALSE);
+    if (hr != ND_PENDING) break;
+    if (!cq_->armed()) {
+      notified(false);
+      continue;
+    }
+    if (look % kLooksPerClock == 0 && std::chrono::steady_clock::now() > until) break;
+    backoff.idle();
+  }
+  cq_->add_watcher(-1);
+  if (hr != ND_PENDING) return hr;
+  // A signal between our last look and the line above skipped the fd: it is ours to deliver.
+  if (!cq_->armed()) notified(false);
+  return overlapped_result(ov, bytes, TRUE);
 }
 
 HRESULT NdCq::Resize(SIZE_T entries) {

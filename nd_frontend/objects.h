@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,9 +46,8 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   HRESULT CancelOverlappedRequests() override { return ND_SUCCESS; }
   HRESULT GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) override;
   HRESULT Query(DWORD version, ND_ADAPTER_INFO* info, SIZE_T* size) override;
-  HRESULT Control(DWORD, const void*, SIZE_T, void*, SIZE_T, SIZE_T*, OVERLAPPED*) override {
-    return ND_NOT_SUPPORTED;
-  }
+  HRESULT Control(DWORD code, const void* in, SIZE_T in_size, void* out, SIZE_T out_size, SIZE_T* out_bytes,
+                  OVERLAPPED* ov) override;
   HRESULT CreateCompletionQueue(SIZE_T entries, INDCompletionQueue** cq) override;
   HRESULT RegisterMemory(const void* buf, SIZE_T size, OVERLAPPED* ov, ND_MR_HANDLE* mr) override;
   HRESULT DeregisterMemory(ND_MR_HANDLE mr, OVERLAPPED* ov) override;
@@ -68,6 +68,9 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   bool progress() { return app_driven_ && dev_->progress() != 0; }
   /// GetOverlappedResult of every object of this adapter.
   HRESULT overlapped_wait(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait);
+  /// How long a Notify wait on worker lcores watches its CQ before it sleeps, for the calling
+  /// thread (NDNIC_CONTROL_NOTIFY_WATCH_US).
+  std::chrono::microseconds notify_watch() const;
   /// Registers the CQ's event fd with the notifier thread.
   void watch(NdCq* cq);
   void unwatch(NdCq* cq);
@@ -87,6 +90,9 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   uint32_t pd_;
   cm::Agent* cm_;  ///< owned by the adapter registry (nd.h): adapters go before unregister_adapter
   bool app_driven_;
+  std::atomic<uint32_t> notify_watch_us_{NDNIC_NOTIFY_WATCH_AUTO};
+  cpu_set_t worker_cpus_;  ///< the device's worker lcores' processors
+  uint64_t serial_;        ///< tells adapters apart in a thread's cached choice (notify_watch)
   int epoll_fd_ = -1;
   int stop_fd_ = -1;
   std::thread notifier_;
@@ -105,7 +111,7 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   nic::Cq* cq() const { return cq_; }
   int shard() const { return shard_; }
   /// Completes pending Notify calls: for the adapter's notifier when the event fd fires
-  /// (drain_fd: it reads the fd), or for a driving waiter that saw the CQ's signal itself.
+  /// (drain_fd: it reads the fd), or for a waiter that saw the CQ's signal itself.
   void notified(bool drain_fd);
 
  protected:
@@ -124,6 +130,12 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   void complete_waiters(bool cancel);
   /// Takes `ov` back if no one completed it yet.
   bool take_waiter(OVERLAPPED* ov);
+  /// GetOverlappedResult's wait (a Notify's): run to completion, this thread drives the engine
+  /// until the CQ signals; on worker lcores it watches for the signal, then sleeps.
+  HRESULT wait_driving(OVERLAPPED* ov, SIZE_T* bytes);
+  HRESULT wait_watching(OVERLAPPED* ov, SIZE_T* bytes);
+  /// Looks at the CQ between two reads of the clock while watching (a read is ~20 ns).
+  static constexpr unsigned kLooksPerClock = 64;
 
   /// A Notify wait this thread drove ended with the CQ's signal, and no look at the CQ since.
   bool driven_wait_done_ = false;

@@ -68,14 +68,19 @@ unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
 }
 
 void Cq::Impl::signal() {
-  if (driven_waiters.load(std::memory_order_seq_cst) != 0) return;
+  if (watchers.load(std::memory_order_seq_cst) != 0) return;
+  fd_signals.fetch_add(1, std::memory_order_relaxed);
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
 }
 
 bool Cq::armed() const { return impl_->armed.load(std::memory_order_seq_cst) != CqArm::kNone; }
 
-void Cq::add_driven_waiter(int delta) { impl_->driven_waiters.fetch_add(uint32_t(delta), std::memory_order_seq_cst); }
+void Cq::add_watcher(int delta) { impl_->watchers.fetch_add(uint32_t(delta), std::memory_order_seq_cst); }
+
+uint32_t Cq::watchers() const { return impl_->watchers.load(std::memory_order_seq_cst); }
+
+uint64_t Cq::fd_signals() const { return impl_->fd_signals.load(std::memory_order_relaxed); }
 
 bool Cq::overrun() const { return impl_->overflows.load(std::memory_order_relaxed) != 0; }
 

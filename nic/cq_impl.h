@@ -33,9 +33,11 @@ struct Cq::Impl {
   int efd = -1;
   std::atomic<CqArm> armed{CqArm::kNone};
   std::atomic<uint64_t> overflows{0};   ///< completions the full ring could not take
-  /// Waiters that drive the engine and look at `armed` themselves: while there is one, a
-  /// signal skips the eventfd (a syscall, and a wake-up of the notifier thread per result).
-  std::atomic<uint32_t> driven_waiters{0};
+  /// Waiters that look at `armed` themselves (driving the engine, or watching while worker
+  /// lcores drive it): while there is one, a signal skips the eventfd (a syscall, and a
+  /// wake-up of the notifier thread per result).
+  std::atomic<uint32_t> watchers{0};
+  std::atomic<uint64_t> fd_signals{0};  ///< signals that wrote the eventfd
 
   void signal();
 

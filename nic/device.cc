@@ -226,6 +226,17 @@ bool Device::app_driven() const { return impl_ && !impl_->worker_lcores; }
 
 unsigned Device::shards() const { return impl_ ? unsigned(impl_->shards.size()) : 0; }
 
+cpu_set_t Device::worker_cpus() const {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (impl_ && impl_->worker_lcores)
+    for (const auto& s : impl_->shards) {
+      rte_cpuset_t c = rte_lcore_cpuset(s->lcore);
+      CPU_OR(&cpus, &cpus, &c);
+    }
+  return cpus;
+}
+
 uint32_t Device::alloc_pd() { return impl_->next_pd++; }
 
 bool Device::register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, MrKeys* keys) {

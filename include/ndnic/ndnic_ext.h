@@ -22,6 +22,18 @@ constexpr IID IID_INDAdapterExt = {0x26701BEE, 0x460B, 0x4EB4, {0xBC, 0x48, 0xAB
 /// Bind flag: the peer may run atomics (8-byte aligned) on the window; with ALLOW_READ/WRITE.
 constexpr DWORD NDNIC_OP_FLAG_ALLOW_ATOMIC = 0x00010000;
 
+/// INDAdapter::Control code: how long a CQ's Notify wait on worker lcores watches the CQ itself
+/// before it sleeps, in microseconds (0: sleep at once). In: a ULONG, the new value, at most
+/// NDNIC_NOTIFY_WATCH_MAX_US, or NDNIC_NOTIFY_WATCH_AUTO. Out (optional): a ULONG, the value
+/// it replaces. Waits that drive the device (run to completion) never sleep: it does not apply
+/// to them. Completes at once.
+constexpr DWORD NDNIC_CONTROL_NOTIFY_WATCH_US = 0x4E440001;
+/// Largest NDNIC_CONTROL_NOTIFY_WATCH_US value: a second.
+constexpr ULONG NDNIC_NOTIFY_WATCH_MAX_US = 1000000;
+/// The default: 50 us for a thread whose processors no worker lcore of the adapter uses, else
+/// 0 (a watch there would keep the worker it waits for off its processor).
+constexpr ULONG NDNIC_NOTIFY_WATCH_AUTO = 0xFFFFFFFF;
+
 /// NDNIC_RESULT::Flags
 constexpr DWORD NDNIC_RESULT_IMMEDIATE = 0x1;    ///< ImmediateData is valid (SEND / WRITE with immediate)
 constexpr DWORD NDNIC_RESULT_INVALIDATED = 0x2;  ///< the peer's SendAndInvalidate named InvalidatedToken

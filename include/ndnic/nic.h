@@ -6,6 +6,8 @@
 // responder and completer, and is the only thread that touches the QP's transport state.
 #pragma once
 
+#include <sched.h>
+
 #include <cstdint>
 #include <functional>
 #include <iterator>
@@ -128,6 +130,8 @@ class Device {
   bool app_driven() const;
   /// Shards the engine runs (one per worker lcore; QpCaps::shard picks among them).
   unsigned shards() const;
+  /// The processors the worker lcores run on (none when the application drives the device).
+  cpu_set_t worker_cpus() const;
 
   uint32_t alloc_pd();
 
@@ -220,12 +224,17 @@ class Cq {
   void arm_errors();
   /// An eventfd to wait on (poll/epoll/read) after arm().
   int event_fd() const;
-  /// Still armed: no completion has signalled since arm() (a signal disarms it). A driving
+  /// Still armed: no completion has signalled since arm() (a signal disarms it). A watching
   /// waiter's cheap look.
   bool armed() const;
-  /// A waiter that drives the engine and watches armed() itself starts (+1) or stops (-1):
-  /// while one does, signals leave the event fd alone.
-  void add_driven_waiter(int delta);
+  /// A waiter that watches armed() itself starts (+1) or stops (-1): while one does, signals
+  /// leave the event fd alone. Whoever stops watching looks at armed() once more after it, and
+  /// delivers a signal it finds (the fd was not written for it).
+  void add_watcher(int delta);
+  /// Waiters that watch now.
+  uint32_t watchers() const;
+  /// Signals that wrote the event fd (none while a waiter watched).
+  uint64_t fd_signals() const;
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.
   bool wait(int timeout_ms);
   uint32_t capacity() const;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string_view>
 
+#include "ndnic/ndnic_ext.h"
 #include "tools/nd_app/arguments.h"
 
 namespace ndnic::ndperf {
@@ -49,6 +50,8 @@ constexpr const char* kUsage =
     "  -e, --events             wait with INDCompletionQueue::Notify\n"
     "      --poll               poll the completion queue\n"
     "                           (default: poll when every busy thread has a processor)\n"
+    "      --notify-watch=US    with -e on worker lcores: how long a wait watches the\n"
+    "                           completion queue before it sleeps (default 50; 0: at once)\n"
     "      --progress=MODE      who runs each ndnic device: workers (worker lcores of its\n"
     "                           own) or thread (the application thread, inside its ND\n"
     "                           calls: run to completion). Default: workers when each\n"
@@ -75,7 +78,7 @@ constexpr const char* kUsage =
     "Latency is half the round trip for the ping-pong tests (send_lat, write_lat, raw_lat) and\n"
     "the whole operation for read_lat, as in perftest.\n";
 
-enum LongOnly { kSet = 256, kThreads, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout };
+enum LongOnly { kSet = 256, kThreads, kPoll, kProgress, kJson, kCsv, kPlot, kStats, kServer, kClient, kDev, kIp, kRetry, kTimeout, kNotifyWatch };
 
 using nd_app::parse_ipv4;
 using nd_app::parse_uint;
@@ -127,6 +130,7 @@ Parsed parse_options(const std::vector<std::string>& args) {
       {"threads", required_argument, nullptr, kThreads},
       {"mtu", required_argument, nullptr, 'm'},     {"events", no_argument, nullptr, 'e'},
       {"poll", no_argument, nullptr, kPoll},        {"json", required_argument, nullptr, kJson},
+      {"notify-watch", required_argument, nullptr, kNotifyWatch},
       {"progress", required_argument, nullptr, kProgress},
       {"csv", required_argument, nullptr, kCsv},    {"plot", required_argument, nullptr, kPlot},
       {"stats", no_argument, nullptr, kStats},
@@ -261,6 +265,10 @@ Parsed parse_options(const std::vector<std::string>& args) {
         break;
       case kTimeout:
         ok = nd_app::parse_seconds(optarg, 1, &o.timeout_s);
+        break;
+      case kNotifyWatch:
+        ok = parse_uint(optarg, NDNIC_NOTIFY_WATCH_MAX_US, &v);
+        o.notify_watch_us = int64_t(v);
         break;
       default: {
         const std::string what = nd_app::getopt_problem(c, kLong, argv.data());

@@ -46,6 +46,8 @@ struct Options {
   uint32_t tx_depth = kDefaultTxDepth;
   uint32_t mtu = kDefaultMtu;
   bool events = false;               ///< -e: wait for completions with Notify
+  /// --notify-watch: how long a Notify wait watches its CQ before it sleeps (-1: ndnic's default)
+  int64_t notify_watch_us = -1;
   bool wait_chosen = false;          ///< -e or --poll given; otherwise launch picks
   Drive drive = Drive::kWorkers;
   bool drive_chosen = false;      ///< --progress given; otherwise launch picks

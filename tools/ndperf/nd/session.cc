@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "ndnic/nd.h"
+#include "ndnic/ndnic_ext.h"
 #include "tools/nd_app/address.h"
 #include "tools/nd_app/arguments.h"
 
@@ -61,6 +62,11 @@ bool Session::open() {
   HRESULT hr = NdOpenV1Adapter(reinterpret_cast<const sockaddr*>(&sa), sizeof sa, &adapter_);
   if (FAILED(hr)) return fail("NdOpenV1Adapter(" + nd_app::ipv4_text(node_.ipv4()) + ")", hr);
   OVERLAPPED ov{};
+  if (o_.notify_watch_us >= 0) {
+    ULONG us = ULONG(o_.notify_watch_us);
+    hr = adapter_->Control(NDNIC_CONTROL_NOTIFY_WATCH_US, &us, sizeof us, nullptr, 0, nullptr, &ov);
+    if (FAILED(hr)) return fail("Control(NDNIC_CONTROL_NOTIFY_WATCH_US)", hr);
+  }
   hr = adapter_->RegisterMemory(buf(), layout().total(), &ov, &mr_);
   if (hr == ND_PENDING) hr = adapter_->GetOverlappedResult(&ov, nullptr, TRUE);
   if (FAILED(hr)) {
