@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <rte_rcu_qsbr.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -141,6 +143,32 @@ TEST(MemoryKeys, KeyByteAvoidingNeverPicksEitherByteAndPicksTheRestEvenly) {
       }
     }
   }
+}
+
+// Key bytes come from a per-thread batch of getrandom words: a forked child must still draw
+// its own, not the rest of the batch its parent holds (which the parent goes on to use).
+TEST(MemoryKeys, AForkedChildDrawsKeyBytesOfItsOwn) {
+  constexpr int kDraws = 32;
+  (void)random_key_byte(0, 0);  // this thread now holds a batch, mostly unused
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    uint8_t mine[kDraws];
+    for (uint8_t& b : mine) b = random_key_byte(0, 0);
+    _exit(write(fds[1], mine, sizeof mine) == ssize_t(sizeof mine) ? 0 : 1);
+  }
+  close(fds[1]);
+  uint8_t theirs[kDraws], mine[kDraws];
+  ASSERT_EQ(read(fds[0], theirs, sizeof theirs), ssize_t(sizeof theirs));
+  close(fds[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_EQ(status, 0);
+  for (uint8_t& b : mine) b = random_key_byte(0, 0);
+  // Equal by chance: one in 255^32.
+  EXPECT_NE(std::memcmp(mine, theirs, kDraws), 0);
 }
 
 // window_key reports the engine's key: the handle's before any bind, the new key after one,
