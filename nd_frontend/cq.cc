@@ -52,32 +52,55 @@ HRESULT NdCq::wait_driving(OVERLAPPED* ov, SIZE_T* bytes) {
 }
 
 HRESULT NdCq::wait_watching(OVERLAPPED* ov, SIZE_T* bytes) {
-  // Worker lcores: the result a Notify waits for mostly comes within microseconds (a
-  // ping-pong's turn, a stream's next batch). Woken through the event fd it costs two
-  // wake-ups, the notifier thread's and then ours: send_lat's typical half round trip with
-  // Notify was 12.8 us against 2.3 us polled on the 16-core machine. So watch the CQ's
-  // signal for a while (NDNIC_CONTROL_NOTIFY_WATCH_US), as a driving waiter does, and only then
-  // sleep as Notify promises.
-  if (adapter_->notify_watch().count() == 0) return overlapped_result(ov, bytes, TRUE);
+  // Worker lcores. Woken through the event fd, a Notify wait costs two wake-ups, the notifier
+  // thread's and then ours: send_lat's typical half round trip with Notify was 12.8 us against
+  // 2.3 us polled on the 16-core machine. So the waiter watches the CQ's signal itself:
+  // - first spinning for a while (NDNIC_CONTROL_NOTIFY_WATCH_US), as a driving waiter does,
+  //   since the result mostly comes within microseconds (a ping-pong's turn, a stream's next
+  //   batch);
+  // - then asleep on the CQ's futex word, which the lcore's signal wakes directly: one wake-up.
   cq_->add_watcher(1);
-  HRESULT hr = ND_PENDING;
+  HRESULT hr = watch_spinning(ov, bytes);
+  if (hr == ND_PENDING) hr = watch_sleeping(ov, bytes);
+  cq_->add_watcher(-1);
+  // A signal after our result came, for a Notify posted meanwhile, skipped the fd: deliver it.
+  if (!cq_->armed()) notified(false);
+  return hr;
+}
+
+HRESULT NdCq::watch_spinning(OVERLAPPED* ov, SIZE_T* bytes) {
+  const std::chrono::microseconds watch = adapter_->notify_watch();
+  if (watch.count() == 0) return ND_PENDING;
   nic::Backoff backoff;
-  const auto until = std::chrono::steady_clock::now() + adapter_->notify_watch();
+  const auto until = std::chrono::steady_clock::now() + watch;
   for (unsigned look = 1;; look++) {
+    const HRESULT hr = overlapped_result(ov, bytes, FALSE);
+    if (hr != ND_PENDING) return hr;
+    if (!cq_->armed()) {
+      notified(false);
+      continue;
+    }
+    if (look % kLooksPerClock == 0 && std::chrono::steady_clock::now() > until) return ND_PENDING;
+    backoff.idle();
+  }
+}
+
+HRESULT NdCq::watch_sleeping(OVERLAPPED* ov, SIZE_T* bytes) {
+  cq_->add_sleeper(1);
+  HRESULT hr;
+  for (;;) {
+    // The word first: a signal or a cancel after this read moves it, and sleep() returns.
+    const uint32_t seq = cq_->signal_seq();
     hr = overlapped_result(ov, bytes, FALSE);
     if (hr != ND_PENDING) break;
     if (!cq_->armed()) {
       notified(false);
       continue;
     }
-    if (look % kLooksPerClock == 0 && std::chrono::steady_clock::now() > until) break;
-    backoff.idle();
+    cq_->sleep(seq);
   }
-  cq_->add_watcher(-1);
-  if (hr != ND_PENDING) return hr;
-  // A signal between our last look and the line above skipped the fd: it is ours to deliver.
-  if (!cq_->armed()) notified(false);
-  return overlapped_result(ov, bytes, TRUE);
+  cq_->add_sleeper(-1);
+  return hr;
 }
 
 HRESULT NdCq::Resize(SIZE_T entries) {
@@ -135,6 +158,9 @@ void NdCq::complete_waiters(bool cancel) {
   const HRESULT st = cancel ? ND_CANCELED : cq_->overrun() ? ND_DATA_OVERRUN : ND_SUCCESS;
   if (one) overlapped_complete(one, st);
   for (OVERLAPPED* ov : more) overlapped_complete(ov, st);
+  // A waiter asleep on the CQ's word looks at its OVERLAPPED again. A signal woke the sleepers
+  // already, and while they watch it never goes through the fd: only a cancel needs this.
+  if (cancel && cq_->sleepers() != 0) cq_->wake_sleepers();
 }
 
 void NdCq::notified(bool drain_fd) {

@@ -134,6 +134,9 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   /// until the CQ signals; on worker lcores it watches for the signal, then sleeps.
   HRESULT wait_driving(OVERLAPPED* ov, SIZE_T* bytes);
   HRESULT wait_watching(OVERLAPPED* ov, SIZE_T* bytes);
+  /// wait_watching's two phases: ND_PENDING from the first when its time is up.
+  HRESULT watch_spinning(OVERLAPPED* ov, SIZE_T* bytes);
+  HRESULT watch_sleeping(OVERLAPPED* ov, SIZE_T* bytes);
   /// Looks at the CQ between two reads of the clock while watching (a read is ~20 ns).
   static constexpr unsigned kLooksPerClock = 64;
 

@@ -1,7 +1,7 @@
 // OVERLAPPED completions: a request that finishes later stores its HRESULT in Internal (with
 // ND_PENDING until then) and wakes whoever waits in GetOverlappedResult. Waiters sleep on a
-// futex over Internal's low 32 bits (the HRESULT); a CQ's Notify wait first watches the CQ
-// itself (NdCq::wait_watching, wait_driving).
+// futex over Internal's low 32 bits (the HRESULT); a CQ's Notify wait watches the CQ itself
+// instead, and sleeps on the CQ's own word (NdCq::wait_watching, wait_driving).
 #pragma once
 
 #include "ndnic/ndspi.h"

@@ -29,8 +29,8 @@ HRESULT connect_endpoints_for_test(INDEndpoint* a, INDEndpoint* b, uint32_t mtu)
 
 uint64_t cq_fd_signals_for_test(INDCompletionQueue* cq) { return static_cast<NdCq*>(cq)->cq()->fd_signals(); }
 
-uint32_t cq_watchers_for_test(INDCompletionQueue* cq) {
-  return static_cast<NdCq*>(cq)->cq()->watchers();
-}
+uint32_t cq_watchers_for_test(INDCompletionQueue* cq) { return static_cast<NdCq*>(cq)->cq()->watchers(); }
+
+uint32_t cq_sleepers_for_test(INDCompletionQueue* cq) { return static_cast<NdCq*>(cq)->cq()->sleepers(); }
 
 }  // namespace ndnic::nd

@@ -13,7 +13,8 @@ namespace ndnic::nd {
 HRESULT connect_endpoints_for_test(INDEndpoint* a, INDEndpoint* b, uint32_t mtu = 1024);
 /// The CQ's signals that went through its event fd (nic::Cq::fd_signals).
 uint64_t cq_fd_signals_for_test(INDCompletionQueue* cq);
-/// Waiters that watch the CQ themselves now (a Notify wait that has not gone to sleep).
+/// Waiters that watch the CQ themselves now (a Notify wait), and those of them asleep.
 uint32_t cq_watchers_for_test(INDCompletionQueue* cq);
+uint32_t cq_sleepers_for_test(INDCompletionQueue* cq);
 
 }  // namespace ndnic::nd

@@ -1,7 +1,10 @@
+#include <linux/futex.h>
 #include <poll.h>
+#include <sys/syscall.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <climits>
 #include <string>
 
 #include <rte_ring.h>
@@ -51,7 +54,7 @@ unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
   if (k < n) {
     overflows.fetch_add(n - k, std::memory_order_relaxed);
     // Whoever waits hears of it, armed for any result or for errors only.
-    if (armed.exchange(CqArm::kNone, std::memory_order_acq_rel) != CqArm::kNone) signal();
+    if (armed.exchange(CqArm::kNone, std::memory_order_seq_cst) != CqArm::kNone) signal();
     return k;
   }
   // Pairs with the fence in arm(): either this load sees the arm, or the consumer's look at the
@@ -63,12 +66,26 @@ unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
   bool wake = a == CqArm::kAny;
   for (unsigned i = 0; i < k && !wake; i++)
     wake = (a == CqArm::kSolicited && c[i].solicited) || c[i].status != WcStatus::kSuccess;
-  if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_acq_rel)) signal();
+  if (wake && armed.compare_exchange_strong(a, CqArm::kNone, std::memory_order_seq_cst)) signal();
   return k;
 }
 
+void Cq::Impl::wake_sleepers() {
+  // After the change it tells (armed cleared, a waiter's OVERLAPPED completed): a sleeper reads
+  // the word before it looks at those, so it either sees the change or the word moved on.
+  signals.fetch_add(1, std::memory_order_seq_cst);
+  syscall(SYS_futex, &signals, FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
 void Cq::Impl::signal() {
-  if (watchers.load(std::memory_order_seq_cst) != 0) return;
+  // Looked at before the wake-up: a woken sleeper may run, finish and stop watching before
+  // this thread goes on (on a shared processor, at once), and the fd must not hear of it then.
+  // A watcher seen here delivers the signal itself, whenever it stops (armed is already clear).
+  // No sleeper seen: one that comes later counted itself after armed was cleared (both
+  // seq_cst), so its look at armed sees that, and it does not sleep.
+  const bool watched = watchers.load(std::memory_order_seq_cst) != 0;
+  if (sleepers.load(std::memory_order_seq_cst) != 0) wake_sleepers();
+  if (watched) return;
   fd_signals.fetch_add(1, std::memory_order_relaxed);
   uint64_t one = 1;
   [[maybe_unused]] ssize_t n = write(efd, &one, sizeof one);
@@ -79,6 +96,18 @@ bool Cq::armed() const { return impl_->armed.load(std::memory_order_seq_cst) != 
 void Cq::add_watcher(int delta) { impl_->watchers.fetch_add(uint32_t(delta), std::memory_order_seq_cst); }
 
 uint32_t Cq::watchers() const { return impl_->watchers.load(std::memory_order_seq_cst); }
+
+uint32_t Cq::signal_seq() const { return impl_->signals.load(std::memory_order_seq_cst); }
+
+void Cq::add_sleeper(int delta) { impl_->sleepers.fetch_add(uint32_t(delta), std::memory_order_seq_cst); }
+
+uint32_t Cq::sleepers() const { return impl_->sleepers.load(std::memory_order_seq_cst); }
+
+void Cq::sleep(uint32_t seq) {
+  syscall(SYS_futex, &impl_->signals, FUTEX_WAIT_PRIVATE, seq, nullptr, nullptr, 0);
+}
+
+void Cq::wake_sleepers() { impl_->wake_sleepers(); }
 
 uint64_t Cq::fd_signals() const { return impl_->fd_signals.load(std::memory_order_relaxed); }
 

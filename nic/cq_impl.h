@@ -1,5 +1,6 @@
 // Completion queue internals: an rte_ring of Completion entries (lcores produce, the
-// application consumes) and an eventfd the producer writes when the CQ is armed.
+// application consumes), and the signal of an armed CQ: a futex word for waiters that watch
+// the CQ themselves, an eventfd for everyone else.
 #pragma once
 
 #include <atomic>
@@ -37,9 +38,15 @@ struct Cq::Impl {
   /// lcores drive it): while there is one, a signal skips the eventfd (a syscall, and a
   /// wake-up of the notifier thread per result).
   std::atomic<uint32_t> watchers{0};
+  /// Watchers asleep on `signals` (a futex): a signal wakes them, with no eventfd and no
+  /// notifier thread in between.
+  std::atomic<uint32_t> sleepers{0};
+  std::atomic<uint32_t> signals{0};     ///< signals so far (and wake-ups): the sleepers' futex word
   std::atomic<uint64_t> fd_signals{0};  ///< signals that wrote the eventfd
 
   void signal();
+  /// Moves `signals` on and wakes its sleepers.
+  void wake_sleepers();
 
   /// Producer side (lcores). A full ring is a CQ overrun (IBTA: a CQ error): the completion
   /// cannot be kept, so it is counted, the CQ says so from then on (Cq::overrun) and wakes its

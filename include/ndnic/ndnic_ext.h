@@ -22,8 +22,9 @@ constexpr IID IID_INDAdapterExt = {0x26701BEE, 0x460B, 0x4EB4, {0xBC, 0x48, 0xAB
 /// Bind flag: the peer may run atomics (8-byte aligned) on the window; with ALLOW_READ/WRITE.
 constexpr DWORD NDNIC_OP_FLAG_ALLOW_ATOMIC = 0x00010000;
 
-/// INDAdapter::Control code: how long a CQ's Notify wait on worker lcores watches the CQ itself
-/// before it sleeps, in microseconds (0: sleep at once). In: a ULONG, the new value, at most
+/// INDAdapter::Control code: how long a CQ's Notify wait on worker lcores spins on the CQ before
+/// it sleeps (on the CQ's futex word, which the lcore's signal wakes), in microseconds (0: sleep
+/// at once). In: a ULONG, the new value, at most
 /// NDNIC_NOTIFY_WATCH_MAX_US, or NDNIC_NOTIFY_WATCH_AUTO. Out (optional): a ULONG, the value
 /// it replaces. Waits that drive the device (run to completion) never sleep: it does not apply
 /// to them. Completes at once.

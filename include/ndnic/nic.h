@@ -233,6 +233,16 @@ class Cq {
   void add_watcher(int delta);
   /// Waiters that watch now.
   uint32_t watchers() const;
+  /// A watcher that would rather sleep than spin: add_sleeper(+1), then in a loop read
+  /// signal_seq(), look at what it waits for (armed(), its own state), and sleep(seq) if
+  /// nothing changed; add_sleeper(-1) after. Signals wake it directly (a futex).
+  uint32_t signal_seq() const;
+  void add_sleeper(int delta);
+  uint32_t sleepers() const;
+  /// Sleeps until signal_seq() moves past seq (or a spurious wake-up); at once if it has.
+  void sleep(uint32_t seq);
+  /// Wakes the sleepers to look again: after anything else they wait for changed (a cancel).
+  void wake_sleepers();
   /// Signals that wrote the event fd (none while a waiter watched).
   uint64_t fd_signals() const;
   /// Blocks until armed-for completion arrives or timeout_ms passes; false on timeout.

@@ -90,10 +90,12 @@ class Nd : public ::testing::Test {
   ND_SGE sge(Side& s, size_t off, size_t len) { return ND_SGE{s.buf.data() + off, len, s.mr}; }
 
   static constexpr uint64_t kNotifyRounds = 20;
-  /// Rounds of one Send from A to B while B waits on Notify; `sender_waits` holds the Send
-  /// back until B's wait watches its CQ (or a second passed). Each round checks the receive's
-  /// result. Returns the signals that went through B's CQ's event fd meanwhile.
-  uint64_t notify_rounds(bool sender_waits) {
+  /// What the Send of each round waits for on B's CQ: a waiter that watches it, or one asleep.
+  enum class SendAfter { kWatcher, kSleeper };
+  /// Rounds of one Send from A to B while B waits on Notify, each Send held back until B's wait
+  /// is `after` (or a second passed). Each round checks the receive's result. Returns the
+  /// signals that went through B's CQ's event fd meanwhile.
+  uint64_t notify_rounds(SendAfter after) {
     ND_SGE in = sge(b, 0, 64), out = sge(a, 0, 64);
     const uint64_t fd_before = nd::cq_fd_signals_for_test(b.cq);
     for (uint64_t i = 0; i < kNotifyRounds; i++) {
@@ -103,8 +105,11 @@ class Nd : public ::testing::Test {
       EXPECT_EQ(b.cq->Notify(ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
       std::thread sender([&] {
         const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-        while (sender_waits && nd::cq_watchers_for_test(b.cq) == 0 && std::chrono::steady_clock::now() < give_up)
-          std::this_thread::yield();
+        auto ready = [&] {
+          return after == SendAfter::kWatcher ? nd::cq_watchers_for_test(b.cq) != 0
+                                              : nd::cq_sleepers_for_test(b.cq) != 0;
+        };
+        while (!ready() && std::chrono::steady_clock::now() < give_up) std::this_thread::yield();
         EXPECT_EQ(a.ep->Send(&ss, &out, 1, 0), ND_SUCCESS);
       });
       EXPECT_EQ(b.cq->GetOverlappedResult(&ov, nullptr, TRUE), ND_SUCCESS);
@@ -345,23 +350,44 @@ TEST_F(Nd, ControlSetsTheNotifyWatchAndRefusesBadArguments) {
   EXPECT_EQ(was, 0u);
 }
 
-// A Notify wait watches its CQ itself before it sleeps (worker lcores) or while it drives the
-// device (run to completion): a result that comes meanwhile reaches it without the event fd,
-// so without two wake-ups (the notifier thread's, then the waiter's): 12.8 us of a 2.3 us half
-// round trip on the 16-core machine. Set to watch for 0 us, every wait sleeps and the fd wakes
-// it; by default so does a thread that shares its processor with the adapter's worker lcore.
-TEST_F(Nd, NotifyWaitSeesAResultWhileItWatchesWithoutTheEventFd) {
+// A Notify wait watches its CQ itself: while it drives the device (run to completion), or on
+// worker lcores first spinning for a while, then asleep on the CQ's futex word. The lcore's
+// signal reaches it without the event fd, so without the notifier thread's wake-up before the
+// waiter's: 12.8 us of a 2.3 us half round trip on the 16-core machine.
+TEST_F(Nd, NotifyWaitSeesItsSignalWithoutTheEventFdSpinningOrAsleep) {
   connect();
   const bool workers = !ndnic::testing::run_to_completion();  // driving waits never sleep
-  // NDNIC_TEST_LCORES puts this thread on B's worker lcore's processor.
-  if (workers) EXPECT_EQ(notify_rounds(false), kNotifyRounds);
-  ULONG us = NDNIC_NOTIFY_WATCH_MAX_US;  // a second: the Send lands well inside it
+  // By default a thread that shares its processor with the adapter's worker lcore (this one:
+  // NDNIC_TEST_LCORES) does not spin: it sleeps at once.
+  EXPECT_EQ(notify_rounds(workers ? SendAfter::kSleeper : SendAfter::kWatcher), 0u);
+  ULONG us = NDNIC_NOTIFY_WATCH_MAX_US;  // a second of spinning: the Send lands well inside it
   OVERLAPPED ov{};
   ASSERT_EQ(b.adapter->Control(NDNIC_CONTROL_NOTIFY_WATCH_US, &us, sizeof us, nullptr, 0, nullptr, &ov), ND_SUCCESS);
-  EXPECT_EQ(notify_rounds(true), 0u);
-  us = 0;
-  ASSERT_EQ(b.adapter->Control(NDNIC_CONTROL_NOTIFY_WATCH_US, &us, sizeof us, nullptr, 0, nullptr, &ov), ND_SUCCESS);
-  if (workers) EXPECT_EQ(notify_rounds(false), kNotifyRounds);
+  EXPECT_EQ(notify_rounds(SendAfter::kWatcher), 0u);
+  EXPECT_EQ(nd::cq_sleepers_for_test(b.cq), 0u);
+  EXPECT_EQ(nd::cq_watchers_for_test(b.cq), 0u);
+}
+
+// A cancel wakes a Notify wait asleep on the CQ's word: ND_CANCELED, and the CQ still works.
+TEST_F(Nd, CancelWakesANotifyWaitAsleepOnTheCq) {
+  if (ndnic::testing::run_to_completion()) GTEST_SKIP() << "driving waits never sleep";
+  connect();
+  ULONG us = 0;  // sleep at once
+  OVERLAPPED cov{};
+  ASSERT_EQ(b.adapter->Control(NDNIC_CONTROL_NOTIFY_WATCH_US, &us, sizeof us, nullptr, 0, nullptr, &cov), ND_SUCCESS);
+  OVERLAPPED ov{};
+  ASSERT_EQ(b.cq->Notify(ND_CQ_NOTIFY_ANY, &ov), ND_PENDING);
+  HRESULT hr = ND_PENDING;
+  std::thread waiter([&] { hr = b.cq->GetOverlappedResult(&ov, nullptr, TRUE); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (nd::cq_sleepers_for_test(b.cq) == 0 && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::yield();
+  EXPECT_EQ(nd::cq_sleepers_for_test(b.cq), 1u);
+  EXPECT_EQ(b.cq->CancelOverlappedRequests(), ND_SUCCESS);
+  waiter.join();
+  EXPECT_EQ(hr, ND_CANCELED);
+  EXPECT_EQ(nd::cq_sleepers_for_test(b.cq), 0u);
+  EXPECT_EQ(notify_rounds(SendAfter::kSleeper), 0u);
 }
 
 TEST_F(Nd, SendAndInvalidateOrderAndRebind) {

@@ -50,7 +50,7 @@ constexpr const char* kUsage =
     "  -e, --events             wait with INDCompletionQueue::Notify\n"
     "      --poll               poll the completion queue\n"
     "                           (default: poll when every busy thread has a processor)\n"
-    "      --notify-watch=US    with -e on worker lcores: how long a wait watches the\n"
+    "      --notify-watch=US    with -e on worker lcores: how long a wait spins on the\n"
     "                           completion queue before it sleeps (default 50; 0: at once)\n"
     "      --progress=MODE      who runs each ndnic device: workers (worker lcores of its\n"
     "                           own) or thread (the application thread, inside its ND\n"
