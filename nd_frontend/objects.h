@@ -68,7 +68,7 @@ class NdAdapter final : public Unknown<INDAdapterExt> {
   bool progress() { return app_driven_ && dev_->progress() != 0; }
   /// GetOverlappedResult of every object of this adapter.
   HRESULT overlapped_wait(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait);
-  /// How long a Notify wait on worker lcores watches its CQ before it sleeps, for the calling
+  /// How long a Notify wait on worker lcores spins on its CQ before it sleeps, for the calling
   /// thread (NDNIC_CONTROL_NOTIFY_WATCH_US).
   std::chrono::microseconds notify_watch() const;
   /// Registers the CQ's event fd with the notifier thread.
@@ -131,7 +131,7 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   /// Takes `ov` back if no one completed it yet.
   bool take_waiter(OVERLAPPED* ov);
   /// GetOverlappedResult's wait (a Notify's): run to completion, this thread drives the engine
-  /// until the CQ signals; on worker lcores it watches for the signal, then sleeps.
+  /// until the CQ signals; on worker lcores it spins on the signal, then sleeps on the CQ.
   HRESULT wait_driving(OVERLAPPED* ov, SIZE_T* bytes);
   HRESULT wait_watching(OVERLAPPED* ov, SIZE_T* bytes);
   /// wait_watching's two phases: ND_PENDING from the first when its time is up.
