@@ -47,6 +47,7 @@ HRESULT NdCq::wait_driving(OVERLAPPED* ov, SIZE_T* bytes) {
     return work;
   });
   cq_->add_watcher(-1);
+  deliver_missed_signal();
   driven_wait_done_ = signaled && hr == ND_SUCCESS;
   return hr;
 }
@@ -63,9 +64,15 @@ HRESULT NdCq::wait_watching(OVERLAPPED* ov, SIZE_T* bytes) {
   HRESULT hr = watch_spinning(ov, bytes);
   if (hr == ND_PENDING) hr = watch_sleeping(ov, bytes);
   cq_->add_watcher(-1);
-  // A signal after our result came, for a Notify posted meanwhile, skipped the fd: deliver it.
-  if (!cq_->armed()) notified(false);
+  deliver_missed_signal();
   return hr;
+}
+
+void NdCq::deliver_missed_signal() {
+  // A signal after our own result came (for a Notify another thread posted meanwhile) skipped
+  // the fd while we watched: it is ours to deliver. Mostly there is no such Notify, and two
+  // loads say so.
+  if (!cq_->armed() && (one_.load(std::memory_order_acquire) != nullptr || more_.load())) notified(false);
 }
 
 HRESULT NdCq::watch_spinning(OVERLAPPED* ov, SIZE_T* bytes) {

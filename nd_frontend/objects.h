@@ -137,6 +137,8 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   /// wait_watching's two phases: ND_PENDING from the first when its time is up.
   HRESULT watch_spinning(OVERLAPPED* ov, SIZE_T* bytes);
   HRESULT watch_sleeping(OVERLAPPED* ov, SIZE_T* bytes);
+  /// After a wait stops watching: completes the Notify requests of a signal it kept from the fd.
+  void deliver_missed_signal();
   /// Looks at the CQ between two reads of the clock while watching (a read is ~20 ns).
   static constexpr unsigned kLooksPerClock = 64;
 
