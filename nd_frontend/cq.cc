@@ -28,7 +28,21 @@ NdCq::~NdCq() {
 HRESULT NdCq::GetOverlappedResult(OVERLAPPED* ov, SIZE_T* bytes, BOOL wait) {
   if (!ov) return ND_INVALID_PARAMETER;
   if (!wait) return overlapped_result(ov, bytes, FALSE);
-  return adapter_->app_driven() ? wait_driving(ov, bytes) : wait_watching(ov, bytes);
+  // The wait (a Notify's) watches the CQ's signal itself, so the signal skips the event fd.
+  cq_->add_watcher(1);
+  const HRESULT hr = adapter_->app_driven() ? wait_driving(ov, bytes) : wait_watching(ov, bytes);
+  cq_->add_watcher(-1);
+  // A signal after our own result came (for a Notify another thread posted meanwhile) skipped
+  // the fd while we watched: it is ours to deliver. Mostly there is no such Notify, and two
+  // loads say so.
+  if (one_.load(std::memory_order_acquire) != nullptr || more_.load()) took_signal();
+  return hr;
+}
+
+bool NdCq::took_signal() {
+  if (cq_->armed()) return false;
+  notified(false);
+  return true;
 }
 
 HRESULT NdCq::wait_driving(OVERLAPPED* ov, SIZE_T* bytes) {
@@ -36,18 +50,12 @@ HRESULT NdCq::wait_driving(OVERLAPPED* ov, SIZE_T* bytes) {
   // is seen here, without the notifier thread's wake-up (a hop to another thread per result).
   // The arm a Notify set stays until a completion signals it: once it is gone, whether the
   // signal wrote the event fd (before we started to drive) or not, the waiters are due.
-  cq_->add_watcher(1);
   bool signaled = false;
   const HRESULT hr = overlapped_result_driving(ov, bytes, [&] {
     const bool work = adapter_->progress();
-    if (!cq_->armed()) {
-      signaled = true;
-      notified(false);
-    }
+    signaled = took_signal() || signaled;
     return work;
   });
-  cq_->add_watcher(-1);
-  deliver_missed_signal();
   driven_wait_done_ = signaled && hr == ND_SUCCESS;
   return hr;
 }
@@ -60,19 +68,8 @@ HRESULT NdCq::wait_watching(OVERLAPPED* ov, SIZE_T* bytes) {
   //   since the result mostly comes within microseconds (a ping-pong's turn, a stream's next
   //   batch);
   // - then asleep on the CQ's futex word, which the lcore's signal wakes directly: one wake-up.
-  cq_->add_watcher(1);
-  HRESULT hr = watch_spinning(ov, bytes);
-  if (hr == ND_PENDING) hr = watch_sleeping(ov, bytes);
-  cq_->add_watcher(-1);
-  deliver_missed_signal();
-  return hr;
-}
-
-void NdCq::deliver_missed_signal() {
-  // A signal after our own result came (for a Notify another thread posted meanwhile) skipped
-  // the fd while we watched: it is ours to deliver. Mostly there is no such Notify, and two
-  // loads say so.
-  if (!cq_->armed() && (one_.load(std::memory_order_acquire) != nullptr || more_.load())) notified(false);
+  const HRESULT hr = watch_spinning(ov, bytes);
+  return hr == ND_PENDING ? watch_sleeping(ov, bytes) : hr;
 }
 
 HRESULT NdCq::watch_spinning(OVERLAPPED* ov, SIZE_T* bytes) {
@@ -83,10 +80,7 @@ HRESULT NdCq::watch_spinning(OVERLAPPED* ov, SIZE_T* bytes) {
   for (unsigned look = 1;; look++) {
     const HRESULT hr = overlapped_result(ov, bytes, FALSE);
     if (hr != ND_PENDING) return hr;
-    if (!cq_->armed()) {
-      notified(false);
-      continue;
-    }
+    if (took_signal()) continue;
     if (look % kLooksPerClock == 0 && std::chrono::steady_clock::now() > until) return ND_PENDING;
     backoff.idle();
   }
@@ -100,11 +94,7 @@ HRESULT NdCq::watch_sleeping(OVERLAPPED* ov, SIZE_T* bytes) {
     const uint32_t seq = cq_->signal_seq();
     hr = overlapped_result(ov, bytes, FALSE);
     if (hr != ND_PENDING) break;
-    if (!cq_->armed()) {
-      notified(false);
-      continue;
-    }
-    cq_->sleep(seq);
+    if (!took_signal()) cq_->sleep(seq);
   }
   cq_->add_sleeper(-1);
   return hr;

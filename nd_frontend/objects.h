@@ -130,15 +130,17 @@ class NdCq final : public Unknown<INDCompletionQueue> {
   void complete_waiters(bool cancel);
   /// Takes `ov` back if no one completed it yet.
   bool take_waiter(OVERLAPPED* ov);
-  /// GetOverlappedResult's wait (a Notify's): run to completion, this thread drives the engine
-  /// until the CQ signals; on worker lcores it spins on the signal, then sleeps on the CQ.
+  /// GetOverlappedResult's wait (a Notify's), as the CQ's watcher: run to completion, this
+  /// thread drives the engine until the CQ signals; on worker lcores it spins on the signal,
+  /// then sleeps on the CQ.
   HRESULT wait_driving(OVERLAPPED* ov, SIZE_T* bytes);
   HRESULT wait_watching(OVERLAPPED* ov, SIZE_T* bytes);
   /// wait_watching's two phases: ND_PENDING from the first when its time is up.
   HRESULT watch_spinning(OVERLAPPED* ov, SIZE_T* bytes);
   HRESULT watch_sleeping(OVERLAPPED* ov, SIZE_T* bytes);
-  /// After a wait stops watching: completes the Notify requests of a signal it kept from the fd.
-  void deliver_missed_signal();
+  /// The CQ's arm is gone, so its signal came: completes the pending Notify requests (a waiter
+  /// that watches the CQ does this, since the signal skipped the fd). False while still armed.
+  bool took_signal();
   /// Looks at the CQ between two reads of the clock while watching (a read is ~20 ns).
   static constexpr unsigned kLooksPerClock = 64;
 
