@@ -9,6 +9,7 @@
 #include <rte_ring.h>
 
 #include "nic/engine.h"
+#include "wire/prefetch.h"
 #include "ndnic/port.h"
 
 namespace ndnic::nic {
@@ -135,21 +136,6 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
-namespace {
-/// Asks for `p`'s line in a state this core may write (x86 PREFETCHW, a no-op where the CPU
-/// lacks it): the receiving core read the mbuf last, and a read prefetch would leave the line
-/// shared, so the write that follows waits for a second round with the other core. Not DPDK's
-/// rte_prefetch0_write: under the build's -march=corei7 (no PRFCHW) it compiles to a read
-/// prefetch.
-inline void prefetch_to_write(const void* p) {
-#if defined(__x86_64__)
-  asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(p)));
-#else
-  __builtin_prefetch(p, 1, 3);
-#endif
-}
-}  // namespace
-
 rte_mbuf* Shard::new_frame() {
   constexpr uint16_t kAhead = 2;  // frames ahead whose lines are asked for (the header twice as far)
   rte_mempool* pool = port->mempool();
@@ -158,14 +144,14 @@ rte_mbuf* Shard::new_frame() {
     if (rte_mempool_get_bulk(pool, reinterpret_cast<void**>(fresh), kFreshMbufs) != 0)
       return rte_pktmbuf_alloc(pool);  // the pool is nearly empty: what is left, one at a time
     nfresh = kFreshMbufs;
-    for (uint16_t i = 0; i < std::min<uint16_t>(nfresh, 2 * kAhead); i++) prefetch_to_write(fresh[i]);
+    for (uint16_t i = 0; i < std::min<uint16_t>(nfresh, 2 * kAhead); i++) wire::prefetch_to_write(fresh[i]);
   }
-  if (fresh_next + 2 * kAhead < nfresh) prefetch_to_write(fresh[fresh_next + 2 * kAhead]);
+  if (fresh_next + 2 * kAhead < nfresh) wire::prefetch_to_write(fresh[fresh_next + 2 * kAhead]);
   if (fresh_next + kAhead < nfresh) {
     const rte_mbuf* ahead = fresh[fresh_next + kAhead];
     char* data = static_cast<char*>(ahead->buf_addr) + RTE_PKTMBUF_HEADROOM;
-    prefetch_to_write(data);
-    prefetch_to_write(data + RTE_CACHE_LINE_SIZE);
+    wire::prefetch_to_write(data);
+    wire::prefetch_to_write(data + RTE_CACHE_LINE_SIZE);
   }
   rte_mbuf* m = fresh[fresh_next++];
   rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 
 #include "wire/crc32_clmul.h"
+#include "wire/prefetch.h"
 
 namespace ndnic::wire::detail {
 namespace {
@@ -84,13 +85,12 @@ struct Stream {
   /// least that much is left to copy. A transmit buffer was last read by the core that received
   /// it, so each store would otherwise wait for that core to give its line up, one line at a
   /// time: ndperf write_bw 64 KiB +15% where the two cores sit far apart, no change (and none
-  /// in bench_icrc) where they are near. PREFETCHW as one instruction: -march=corei7 turns
-  /// __builtin_prefetch(p, 1) into a read prefetch.
+  /// in bench_icrc) where they are near.
   NDNIC_VPCLMUL void claim_ahead(size_t left) {
     if constexpr (kCopy) {
       constexpr size_t kClaimAhead = 8;
       if (left < (kClaimAhead + 4) * 64) return;
-      for (size_t l = kClaimAhead; l < kClaimAhead + 4; l++) asm volatile("prefetchw %0" : : "m"(dst[l * 64]));
+      for (size_t l = kClaimAhead; l < kClaimAhead + 4; l++) prefetch_to_write(dst + l * 64);
     }
   }
 
