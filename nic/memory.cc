@@ -41,14 +41,14 @@ constexpr uint32_t kMaxMws = kMaxIndex - kMwKeyBase;
 constexpr int kRegionKeyShift = 32;
 constexpr uint64_t kBoundCountMask = 0xffffffffull;
 
-/// Unpredictable bits for key bytes and slot order: a peer that saw one key must not be able to
-/// compute the next (RoCE has no other authentication than the keys).
 /// Forks so far: a child must not hand out the words its parent has left too.
 std::atomic<unsigned> g_forks{0};
 const int g_fork_hook = pthread_atfork(nullptr, nullptr, [] { g_forks.fetch_add(1, std::memory_order_relaxed); });
 
-/// getrandom is a system call (~1 us in a VM): one per ND Bind was ~9% of sendinv's client
-/// thread, so each thread draws kRandomBatch words at once and hands them out one by one.
+/// Unpredictable bits for key bytes and slot order: a peer that saw one key must not be able to
+/// compute the next (RoCE has no other authentication than the keys). getrandom is a system
+/// call (~1 us in a VM): one per ND Bind was ~9% of sendinv's client thread, so each thread
+/// draws kRandomBatch words at once and hands them out one by one.
 uint32_t random32() {
   constexpr unsigned kRandomBatch = 64;
   thread_local uint32_t pool[kRandomBatch];
@@ -65,7 +65,6 @@ uint32_t random32() {
   }
   return pool[--left];
 }
-
 
 // A zero-length access touches no byte, but callers may still hand the address to memcpy,
 // which must not get a null pointer.
