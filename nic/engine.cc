@@ -137,22 +137,26 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
 }
 
 rte_mbuf* Shard::new_frame() {
-  constexpr uint16_t kAhead = 2;  // frames ahead whose lines are asked for (the header twice as far)
+  constexpr uint16_t kAhead = 4;  // frames ahead whose header and first data lines are asked for
   rte_mempool* pool = port->mempool();
+  // A pool mbuf's buffer follows its header and private area (rte_pktmbuf_init), so the data
+  // address comes from the pointer alone: asking for the data lines need not wait for the header
+  // line, which the peer's core touched last.
+  const size_t data_at = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(pool) + RTE_PKTMBUF_HEADROOM;
+  auto ask = [data_at](rte_mbuf* m) {
+    char* base = reinterpret_cast<char*>(m);
+    wire::prefetch_to_write(base);
+    wire::prefetch_to_write(base + data_at);
+    wire::prefetch_to_write(base + data_at + RTE_CACHE_LINE_SIZE);
+  };
   if (fresh_next == nfresh) {
     fresh_next = nfresh = 0;
     if (rte_mempool_get_bulk(pool, reinterpret_cast<void**>(fresh), kFreshMbufs) != 0)
       return rte_pktmbuf_alloc(pool);  // the pool is nearly empty: what is left, one at a time
     nfresh = kFreshMbufs;
-    for (uint16_t i = 0; i < std::min<uint16_t>(nfresh, 2 * kAhead); i++) wire::prefetch_to_write(fresh[i]);
+    for (uint16_t i = 0; i < std::min<uint16_t>(nfresh, kAhead); i++) ask(fresh[i]);
   }
-  if (fresh_next + 2 * kAhead < nfresh) wire::prefetch_to_write(fresh[fresh_next + 2 * kAhead]);
-  if (fresh_next + kAhead < nfresh) {
-    const rte_mbuf* ahead = fresh[fresh_next + kAhead];
-    char* data = static_cast<char*>(ahead->buf_addr) + RTE_PKTMBUF_HEADROOM;
-    wire::prefetch_to_write(data);
-    wire::prefetch_to_write(data + RTE_CACHE_LINE_SIZE);
-  }
+  if (fresh_next + kAhead < nfresh) ask(fresh[fresh_next + kAhead]);
   rte_mbuf* m = fresh[fresh_next++];
   rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool
   return m;
