@@ -31,7 +31,9 @@ struct RocePacket {
   uint32_t payload_len = 0;  ///< payload bytes, excluding pad
   uint32_t icrc = 0;         ///< ICRC as received (decode) or computed (encode)
   /// decode with DecodeOptions::defer_payload_icrc: the payload's part of the ICRC is left to
-  /// the caller, who CRCs the payload as it copies it out and ends with icrc_finish().
+  /// the caller, who CRCs the payload as it copies it out and ends with icrc_finish(), which
+  /// reads the received ICRC from the frame (`icrc` stays 0: the frame's last line is not
+  /// touched before the payload's copy brings it in).
   bool icrc_pending = false;
   uint32_t icrc_partial = 0; ///< ... the CRC state through the extension headers
 };
