@@ -234,7 +234,8 @@ TEST(Decode, ChecksCanBeTurnedOff) {
 // defer_payload_icrc: a payload of kDeferIcrcMinPayload bytes or more leaves its part of the
 // ICRC to the caller's copy (crc32_copy from icrc_partial, then icrc_finish); a smaller one, or
 // a packet without payload, is checked at decode as before. Whatever part of the frame is
-// damaged, header, payload or pad, the finished check says so.
+// damaged, header, payload, pad or the ICRC itself (which icrc_finish reads from the frame),
+// the finished check says so.
 TEST(Decode, DeferredPayloadIcrcIsFinishedByTheCopy) {
   std::mt19937_64 rng(12);
   const DecodeOptions defer{.defer_payload_icrc = true};
@@ -242,7 +243,7 @@ TEST(Decode, DeferredPayloadIcrcIsFinishedByTheCopy) {
     SCOPED_TRACE(len);
     auto b = build_packet(kRcSendLast, len, rng);
     const size_t pad_at = b.frame.size() - 4 - pad_for(len);
-    for (const size_t damaged : {size_t(0), kBth + 8, kBth + 12 + 5, kBth + 12 + len - 1, pad_at}) {
+    for (const size_t damaged : {size_t(0), kBth + 8, kBth + 12 + 5, kBth + 12 + len - 1, pad_at, b.frame.size() - 1}) {
       SCOPED_TRACE(damaged);
       std::vector<uint8_t> f = b.frame;
       if (damaged) f[damaged] ^= 0x10;
