@@ -37,6 +37,12 @@ inline void prefetch_headers(const rte_mbuf* m) {
   rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
 }
 
+/// Both lines of the mbuf's header: the second holds next and pool, which freeing it reads.
+inline void prefetch_mbuf(const rte_mbuf* m) {
+  rte_prefetch0(m);
+  rte_prefetch0(reinterpret_cast<const char*>(m) + RTE_CACHE_LINE_SIZE);
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
 }
@@ -271,10 +277,10 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
   // Asking for the next few while this one is sorted overlaps those misses instead of taking
   // them one after another; the transport then finds them in cache. Never for the first: it is
   // read at once, and a prefetch only delays it (a lone frame's exchange took 30 ns longer).
-  for (uint16_t i = 1; i < std::min<uint16_t>(nb, 2 * kRxPrefetch); i++) rte_prefetch0(pkts[i]);
+  for (uint16_t i = 1; i < std::min<uint16_t>(nb, 2 * kRxPrefetch); i++) prefetch_mbuf(pkts[i]);
   for (uint16_t i = 1; i < std::min<uint16_t>(nb, kRxPrefetch); i++) prefetch_headers(pkts[i]);
   for (uint16_t i = 0; i < nb; i++) {
-    if (i + 2 * kRxPrefetch < nb) rte_prefetch0(pkts[i + 2 * kRxPrefetch]);
+    if (i + 2 * kRxPrefetch < nb) prefetch_mbuf(pkts[i + 2 * kRxPrefetch]);
     if (i + kRxPrefetch < nb) prefetch_headers(pkts[i + kRxPrefetch]);
     rte_mbuf* m = pkts[i];
     bytes += rte_pktmbuf_pkt_len(m);
