@@ -146,7 +146,7 @@ rte_mbuf* Shard::new_frame() {
   auto ask = [data_at](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
     wire::prefetch_to_write(base);
-    wire::prefetch_to_write(base + RTE_CACHE_LINE_SIZE);  // next, tx_offload: rte_pktmbuf_reset writes them
+    wire::prefetch_to_write(base + RTE_CACHE_LINE_SIZE);  // rte_pktmbuf_reset writes next there
     wire::prefetch_to_write(base + data_at);
     wire::prefetch_to_write(base + data_at + RTE_CACHE_LINE_SIZE);
   };
