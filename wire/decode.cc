@@ -72,8 +72,15 @@ void decode_ext_headers(const uint8_t* p, uint8_t ext, RocePacket* out) {
   if (ext & kHdrIeth) out->ieth_rkey = load_be32(p);
 }
 
-Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions& opt) {
-  if (len < kEthHdrLen) return Reject::kTruncatedEthernet;
+Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) {
+  // Headers are read from the head only; the lengths they declare are checked against the
+  // whole frame. A contiguous frame is all head.
+  const uint8_t* f = fp.head;
+  const bool split = fp.trailer != nullptr;
+  const size_t hlen = fp.head_len;
+  const size_t len = split ? fp.head_len + fp.payload_len + fp.trailer_len : fp.head_len;
+  const uint8_t* hend = f + hlen;
+  if (hlen < kEthHdrLen) return Reject::kTruncatedEthernet;
   std::memcpy(out->eth.dst, f, 6);
   std::memcpy(out->eth.src, f + 6, 6);
   size_t off = kEthHdrLen;
@@ -81,7 +88,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   out->eth.has_vlan = ethertype == kEtherTypeVlan;
   out->eth.vlan_tci = 0;
   if (out->eth.has_vlan) {
-    if (len < kEthHdrLen + kVlanTagLen) return Reject::kTruncatedEthernet;
+    if (hlen < kEthHdrLen + kVlanTagLen) return Reject::kTruncatedEthernet;
     out->eth.vlan_tci = load_be16(f + 14);
     ethertype = load_be16(f + 16);
     off += kVlanTagLen;
@@ -90,6 +97,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
 
   const uint8_t* l3 = f + off;
   const size_t l3_avail = len - off;
+  const size_t l3_head = hlen - off;
   // The ICRC prefix's flow, kept from the loads: read back from *out, the fields would be
   // loaded wider than they were stored (the flow compare), which waits for the stores.
   IcrcFlow flow;
@@ -97,10 +105,10 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   size_t l4_len;
   if (ethertype == kEtherTypeIpv4) {
     out->ipv6 = false;
-    if (l3_avail < kIpv4HdrLen) return Reject::kTruncatedIp;
+    if (l3_head < kIpv4HdrLen) return Reject::kTruncatedIp;
     if (l3[0] >> 4 != 4) return Reject::kBadIpVersion;
     size_t ihl = size_t(l3[0] & 0x0f) * 4;
-    if (ihl < kIpv4HdrLen || ihl > l3_avail) return Reject::kBadIpHeaderLength;
+    if (ihl < kIpv4HdrLen || ihl > l3_head) return Reject::kBadIpHeaderLength;
     size_t total = load_be16(l3 + 2);
     if (total < ihl || total > l3_avail) return Reject::kBadIpTotalLength;
     if (opt.check_ip_checksum && ipv4_header_checksum(l3, ihl) != 0) return Reject::kBadIpChecksum;
@@ -121,7 +129,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
     l4_len = total - ihl;
   } else if (ethertype == kEtherTypeIpv6) {
     out->ipv6 = true;
-    if (l3_avail < kIpv6HdrLen) return Reject::kTruncatedIp;
+    if (l3_head < kIpv6HdrLen) return Reject::kTruncatedIp;
     if (l3[0] >> 4 != 6) return Reject::kBadIpVersion;
     size_t plen = load_be16(l3 + 4);
     if (plen > l3_avail - kIpv6HdrLen) return Reject::kBadIpTotalLength;
@@ -139,7 +147,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
     return Reject::kNotIp;
   }
 
-  if (l4_len < kUdpHdrLen) return Reject::kTruncatedUdp;
+  if (l4_len < kUdpHdrLen || size_t(hend - l4) < kUdpHdrLen) return Reject::kTruncatedUdp;
   size_t udp_len = load_be16(l4 + 4);
   if (udp_len != l4_len) return Reject::kBadUdpLength;
   out->udp.src_port = flow.udp_sport = load_be16(l4);
@@ -149,7 +157,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
 
   const uint8_t* ib = l4 + kUdpHdrLen;
   const size_t ib_len = udp_len - kUdpHdrLen;
-  if (ib_len < kBthLen + kIcrcLen) return Reject::kTruncatedBth;
+  if (ib_len < kBthLen + kIcrcLen || size_t(hend - ib) < kBthLen) return Reject::kTruncatedBth;
   auto& bth = out->bth;
   bth.opcode = ib[0];
   bth.se = ib[1] & 0x80;
@@ -165,6 +173,8 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
   const OpcodeInfo& info = opcode_info(bth.opcode);
   if (!info.name) return Reject::kUnknownOpcode;
   if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
+  if (split ? size_t(hend - ib) != kBthLen + info.ext_len : size_t(hend - ib) < kBthLen + info.ext_len)
+    return Reject::kHeaderLengthMismatch;
   const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
   if (!info.has_payload) {
     if (bth.pad != 0) return Reject::kPadLengthMismatch;
@@ -173,13 +183,16 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
              (bth.pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
     return Reject::kPadLengthMismatch;
   }
+  if (split && fp.payload_len != body - bth.pad) return Reject::kPayloadLengthMismatch;
+  if (split && fp.trailer_len != size_t(bth.pad) + kIcrcLen) return Reject::kPadLengthMismatch;
   decode_ext_headers(ib + kBthLen, info.ext, out);
-  out->payload = ib + kBthLen + info.ext_len;
+  out->payload = split ? fp.payload : ib + kBthLen + info.ext_len;
   out->payload_len = uint32_t(body - bth.pad);
+  out->trailer = split ? fp.trailer : out->payload + out->payload_len;
   // The ICRC ends the frame: for a large one a line no one has asked for yet, which the copy
   // or CRC streaming through the payload brings in anyway. Read where it is needed, after
   // that; read here first, it stalled the receive of every 1 KiB+ frame on its own miss.
-  const uint8_t* icrc_at = ib + ib_len - kIcrcLen;
+  const uint8_t* icrc_at = out->trailer + bth.pad;
   out->icrc_pending = false;
   if (!opt.check_icrc && !opt.defer_payload_icrc) {
     out->icrc = load_le32(icrc_at);
@@ -196,7 +209,10 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
     out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);
     return Reject::kOk;
   }
-  const uint32_t crc = crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen);
+  const uint32_t crc =
+      split ? crc32(crc32(crc32(prefix, ib + kBthLen, info.ext_len), out->payload, out->payload_len),
+                    out->trailer, bth.pad)
+            : crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen);
   out->icrc = load_le32(icrc_at);
   return crc == out->icrc ? Reject::kOk : Reject::kIcrcMismatch;
 }
@@ -204,7 +220,7 @@ Reject decode(const uint8_t* f, size_t len, RocePacket* out, const DecodeOptions
 }  // namespace
 
 bool icrc_finish(const RocePacket& p, uint32_t crc_through_payload) {
-  const uint8_t* pad = p.payload + p.payload_len;
+  const uint8_t* pad = p.trailer;
   return crc32(crc_through_payload, pad, p.bth.pad) == load_le32(pad + p.bth.pad);
 }
 
@@ -251,7 +267,17 @@ uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
 
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const DecodeOptions& opt,
                     RejectCounters* counters) {
-  Reject r = decode(frame, len, out, opt);
+  FramePieces whole;
+  whole.head = frame;
+  whole.head_len = len;
+  Reject r = decode(whole, out, opt);
+  if (counters) counters->add(r);
+  return r;
+}
+
+Reject decode_frame(const FramePieces& frame, RocePacket* out, const DecodeOptions& opt,
+                    RejectCounters* counters) {
+  Reject r = frame.trailer ? decode(frame, out, opt) : Reject::kTruncatedBth;
   if (counters) counters->add(r);
   return r;
 }

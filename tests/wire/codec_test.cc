@@ -274,6 +274,71 @@ TEST(Decode, DeferredPayloadIcrcIsFinishedByTheCopy) {
   }
 }
 
+/// `f` cut into a zero-copy sender's three pieces (headers, payload, pad and ICRC), each in
+/// a buffer of its own, so that a read past a piece is a read past its allocation.
+struct Pieces {
+  std::vector<uint8_t> head, payload, trailer;
+  FramePieces view() const {
+    return {head.data(), head.size(), payload.data(), payload.size(), trailer.data(), trailer.size()};
+  }
+};
+Pieces cut(const std::vector<uint8_t>& f, uint32_t len) {
+  const size_t tail = size_t(pad_for(len)) + kIcrcLen;
+  const size_t head = f.size() - tail - len;
+  return {{f.begin(), f.begin() + head}, {f.begin() + head, f.end() - tail}, {f.end() - tail, f.end()}};
+}
+
+// A frame in pieces (a zero-copy sender's chain) decodes to what the whole frame decodes to,
+// payload and trailer where the pieces are; a damaged byte in any piece fails its ICRC, at
+// decode or in the deferred check; pieces cut anywhere else are refused.
+TEST(Decode, PiecesDecodeLikeTheWholeFrame) {
+  std::mt19937_64 rng(14);
+  const DecodeOptions defer{.defer_payload_icrc = true};
+  for (const uint8_t op : {kRcWriteOnly, kRcSendLast, kRcSendOnlyInv, kRcReadResponseOnly, kRcWriteOnlyImm}) {
+    for (const uint32_t len : {1u, 255u, kDeferIcrcMinPayload, 1021u, 4096u}) {
+      SCOPED_TRACE(std::to_string(op) + " " + std::to_string(len));
+      auto b = build_packet(op, len, rng, false, len == 1021u);
+      RocePacket whole, split;
+      ASSERT_EQ(decode_frame(b.frame.data(), b.frame.size(), &whole), Reject::kOk);
+      Pieces pc = cut(b.frame, len);
+      ASSERT_EQ(decode_frame(pc.view(), &split), Reject::kOk);
+      expect_same_fields(whole, split);
+      EXPECT_EQ(split.payload, pc.payload.data());
+      EXPECT_EQ(split.trailer, pc.trailer.data());
+      EXPECT_EQ(split.icrc, whole.icrc);
+      ASSERT_EQ(decode_frame(pc.view(), &split, defer), Reject::kOk);
+      EXPECT_EQ(split.icrc_pending, len >= kDeferIcrcMinPayload);
+      if (split.icrc_pending) {
+        EXPECT_TRUE(icrc_check_pending(split));
+      }
+
+      for (std::vector<uint8_t>* piece : {&pc.head, &pc.payload, &pc.trailer}) {
+        // In the head, a byte of the destination QP: one the ICRC covers unmasked.
+        const size_t bth_at = pc.head.size() - kBthLen - opcode_info(op).ext_len;
+        const size_t at = piece == &pc.head ? bth_at + 6 : rng() % piece->size();
+        (*piece)[at] ^= 0x08;
+        EXPECT_EQ(decode_frame(pc.view(), &split), Reject::kIcrcMismatch) << "byte " << at;
+        const Reject deferred = decode_frame(pc.view(), &split, defer);
+        EXPECT_TRUE(deferred == Reject::kIcrcMismatch || (deferred == Reject::kOk && !icrc_check_pending(split)));
+        (*piece)[at] ^= 0x08;
+      }
+
+      // The cut one byte off: the head takes the payload's first byte, or the payload the pad's.
+      Pieces longer_head = pc;
+      longer_head.head.push_back(longer_head.payload.front());
+      longer_head.payload.erase(longer_head.payload.begin());
+      EXPECT_EQ(decode_frame(longer_head.view(), &split), Reject::kHeaderLengthMismatch);
+      Pieces longer_payload = pc;
+      longer_payload.payload.push_back(longer_payload.trailer.front());
+      longer_payload.trailer.erase(longer_payload.trailer.begin());
+      EXPECT_NE(decode_frame(longer_payload.view(), &split), Reject::kOk);
+      Pieces short_head = pc;
+      short_head.head.resize(kBth + 4);  // the BTH cut short in the head: never read past it
+      EXPECT_NE(decode_frame(short_head.view(), &split), Reject::kOk);
+    }
+  }
+}
+
 // The prefix from a flow's base and the changing fields equals icrc_begin() over the encoded
 // frame, whatever the opcode, length, PSN, AckReq, SE, pad and IP id; and a new flow (another
 // destination, another QP) is taken up by set_flow.

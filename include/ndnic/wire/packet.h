@@ -29,6 +29,7 @@ struct RocePacket {
   DethFields deth;
   const uint8_t* payload = nullptr;  ///< decode: points into the frame; encode: source bytes
   uint32_t payload_len = 0;  ///< payload bytes, excluding pad
+  const uint8_t* trailer = nullptr;  ///< decode: the pad bytes, then the ICRC
   uint32_t icrc = 0;         ///< ICRC as received (decode) or computed (encode)
   /// decode with DecodeOptions::defer_payload_icrc: the payload's part of the ICRC is left to
   /// the caller, who CRCs the payload as it copies it out and ends with icrc_finish(), which
@@ -100,6 +101,24 @@ bool icrc_check_pending(const RocePacket& p);
 /// into `frame` for the payload. Counts the outcome in `counters` when given.
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out,
                     const DecodeOptions& opt = {}, RejectCounters* counters = nullptr);
+
+/// A frame in three pieces, the way a zero-copy sender chains it: the headers (Ethernet
+/// through the extension headers), the payload where it lay in the sender's memory, and the
+/// pad with the ICRC.
+struct FramePieces {
+  const uint8_t* head = nullptr;
+  size_t head_len = 0;
+  const uint8_t* payload = nullptr;
+  size_t payload_len = 0;
+  const uint8_t* trailer = nullptr;
+  size_t trailer_len = 0;
+};
+
+/// decode_frame() over a frame in pieces: the same checks on the frame they make together, and
+/// each piece must be exactly its part (kHeaderLengthMismatch, kPayloadLengthMismatch or
+/// kPadLengthMismatch otherwise). Never reads outside the pieces.
+Reject decode_frame(const FramePieces& frame, RocePacket* out, const DecodeOptions& opt = {},
+                    RejectCounters* counters = nullptr);
 
 /// The UDP length field of `p` as encode_headers() writes it (UDP header through the ICRC).
 size_t udp_length(const RocePacket& p);
