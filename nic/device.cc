@@ -144,6 +144,7 @@ bool Device::open(const DeviceConfig& config) {
     s->queue = uint16_t(shared_port ? i : 0);
     s->index = i;
     s->tsc_hz = rte_get_tsc_hz();
+    s->zero_copy_min = s->port->zero_copy_tx() ? config.zero_copy_min : 0;
     if (d.worker_lcores) {
       s->lcore = config.lcores[i];
       s->control = rte_ring_create(unique_name("ctl").c_str(), 64, SOCKET_ID_ANY, RING_F_SC_DEQ);

@@ -20,21 +20,33 @@ constexpr unsigned kTxSpins = 4;  ///< tries per flush; what is left waits for t
 }  // namespace
 
 void Shard::process_frame(rte_mbuf* m) {
-  if (m->nb_segs > 1 && !(m = linearize(m))) {  // the decoder wants one contiguous frame
-    rejects.add(wire::Reject::kTruncatedEthernet);
-    return;
-  }
-  const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
   wire::RocePacket pkt;
   wire::DecodeOptions opt;
   // A port that verified the IPv4 header checksum saves us the sum.
   opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
   opt.defer_payload_icrc = true;  // SEND and READ payloads: checked as they are copied out
   opt.prefixes = &rx_prefixes;
-  if (wire::decode_frame(data, m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
-      recv_packet(*this, pkt, m))
-    return;  // kept by the responder
+  wire::Reject r = wire::Reject::kTruncatedEthernet;
+  if (m->nb_segs == 1) {
+    r = wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects);
+  } else if (m->nb_segs == 3 && (r = wire::decode_frame(pieces_of(m), &pkt, opt)) == wire::Reject::kOk) {
+    rejects.add(r);  // a zero-copy sender's chain, read where its pieces are
+  } else if ((m = linearize(m))) {  // any other chain: made contiguous for the decoder
+    r = wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects);
+  } else {
+    rejects.add(r);
+    return;
+  }
+  if (r == wire::Reject::kOk && recv_packet(*this, pkt, m)) return;  // kept by the responder
   rte_pktmbuf_free(m);
+}
+
+wire::FramePieces Shard::pieces_of(const rte_mbuf* m) {
+  const rte_mbuf* pay = m->next;
+  const rte_mbuf* tail = pay->next;
+  return {rte_pktmbuf_mtod(m, const uint8_t*),    m->data_len,
+          rte_pktmbuf_mtod(pay, const uint8_t*),  pay->data_len,
+          rte_pktmbuf_mtod(tail, const uint8_t*), tail->data_len};
 }
 
 Completion& Shard::stage_completion(Cq::Impl* cq) {

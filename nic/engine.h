@@ -87,6 +87,7 @@ struct Shard {
   uint64_t held_dropped = 0;               ///< requests dropped: a responder's or the shard's limit
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
+  uint32_t zero_copy_min = 0;              ///< payloads sent where they lie from here on; 0: never
   Device::ShardLoad load;                  ///< worker lcores: how busy the loop is
   CqBatch cq_batch[kCqBatches];
   wire::IcrcPrefixCache rx_prefixes;       ///< the ICRC prefixes of the flows we receive
@@ -115,6 +116,8 @@ struct Shard {
   bool tx_room() const { return ntx + kTxReserve <= kTxBatch; }
   /// One contiguous mbuf with the frame of a multi-segment one (nullptr if it cannot).
   rte_mbuf* linearize(rte_mbuf* m);
+  /// The three segments of a chained frame, as the decoder takes a zero-copy sender's frame.
+  static wire::FramePieces pieces_of(const rte_mbuf* m);
   void apply(ControlCmd* cmd);
   /// Decodes a frame and runs it through its QP; frees it unless the responder kept it.
   void process_frame(rte_mbuf* m);
@@ -215,6 +218,7 @@ struct Gather {
   uint32_t len[kMaxSge + 1];
   unsigned n = 0;
   uint32_t total = 0;
+  TxPins* pins = nullptr;  ///< one piece of a registered region: its pins (zero-copy allowed)
 };
 bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* payload);
 /// The same to the destination already in `p` (eth.dst, ip4.dst, bth.dest_qp): UD datagrams.

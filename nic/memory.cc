@@ -23,8 +23,10 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "nic/memory.h"
@@ -70,6 +72,19 @@ uint32_t random32() {
 // which must not get a null pointer.
 uint8_t zero_length_sink;
 
+/// Until every frame attached to a region's bytes is freed, or kPinWaitNs: false if frames
+/// are still out then. The frees come from other threads (a peer's lcore, a PMD's TX).
+bool wait_unpinned(const TxPins& pins) {
+  const uint64_t attached = pins.attached.load(std::memory_order_acquire);
+  if (pins.released.load(std::memory_order_acquire) == attached) return true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPinWaitNs);
+  while (pins.released.load(std::memory_order_acquire) != attached) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
 /// [va, va+len) inside [base, base+base_len), without ever computing an end that can wrap.
 bool range_inside(uint64_t base, uint64_t base_len, uint64_t va, uint64_t len) {
   return va >= base && len <= base_len && va - base <= base_len - len;
@@ -83,6 +98,7 @@ struct alignas(64) Region {
   uint32_t pd = 0;         ///< protection domain
   uint32_t access = 0;     ///< Access bits
   uint8_t next_byte = 0;   ///< key byte of the slot's next registration (application thread)
+  TxPins pins;             ///< zero-copy frames carrying the region's bytes
 };
 
 enum class MwState : uint8_t {
@@ -178,6 +194,7 @@ struct MemoryTable::Impl {
   FreeList free_mrs;   ///< under `control`
   FreeList free_mws;   ///< under `control`
   rte_rcu_qsbr* qsbr = nullptr;
+  std::atomic<uint64_t> pinned_at_deregister{0};
 
   /// The slot a region key names (index 1..max_mrs), whatever its key byte.
   Region* region_slot(uint32_t key) const {
@@ -287,9 +304,16 @@ bool MemoryTable::deregister_mr(uint32_t key) {
   // An lcore may have matched the key just before it was cleared; the slot is rewritten only
   // after every lcore has passed a quiescent state since.
   if (impl_->qsbr != nullptr) rte_rcu_qsbr_check(impl_->qsbr, rte_rcu_qsbr_start(impl_->qsbr), true);
+  // No lcore attaches the region's bytes to a frame any more; those attached before are
+  // waited for, so the application may free the memory when this returns.
+  if (!wait_unpinned(r->pins)) impl_->pinned_at_deregister.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(impl_->control);
   impl_->free_mrs.push(uint32_t(r - impl_->mrs.get()));
   return true;
+}
+
+uint64_t MemoryTable::pinned_at_deregister() const {
+  return impl_->pinned_at_deregister.load(std::memory_order_relaxed);
 }
 
 uint32_t MemoryTable::alloc_mw(uint32_t pd, uint64_t context) {
@@ -367,7 +391,10 @@ KeyCheck MemoryTable::check_local(uint32_t pd, uint32_t lkey, uint64_t addr, uin
   if (r->pd != pd) return KeyCheck::kBadPd;
   if (need_local_write && (r->access & kAccessLocalWrite) == 0) return KeyCheck::kNoAccess;
   if (!range_inside(r->addr, r->len, addr, len)) return KeyCheck::kOutOfRange;
-  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(addr);
+  if (out != nullptr) {
+    out->host = reinterpret_cast<uint8_t*>(addr);
+    out->pins = const_cast<TxPins*>(&r->pins);
+  }
   return KeyCheck::kOk;
 }
 
@@ -384,7 +411,10 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
     if (r->pd != pd) return KeyCheck::kBadPd;
     if ((r->access & access) != access) return KeyCheck::kNoAccess;
     if (!range_inside(r->addr, r->len, va, len)) return KeyCheck::kOutOfRange;
-    if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+    if (out != nullptr) {
+      out->host = reinterpret_cast<uint8_t*>(va);
+      out->pins = const_cast<TxPins*>(&r->pins);
+    }
     return KeyCheck::kOk;
   }
   const Window* w = impl_->window_slot(rkey);
@@ -398,7 +428,12 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
   if (v.qp_id != qp_id) return KeyCheck::kBadQp;
   if ((v.access & access) != access) return KeyCheck::kNoAccess;
   if (!range_inside(v.addr, v.len, va, len)) return KeyCheck::kOutOfRange;
-  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+  if (out != nullptr) {
+    out->host = reinterpret_cast<uint8_t*>(va);
+    // The bound region's: deregistering it, after the window goes, waits for these frames.
+    const Region* r = impl_->region_slot(v.mr_key);
+    out->pins = r ? const_cast<TxPins*>(&r->pins) : nullptr;
+  }
   return KeyCheck::kOk;
 }
 

@@ -26,7 +26,8 @@ namespace ndnic::nic {
 
 constexpr uint32_t kKeyIndexShift = 8;
 constexpr uint32_t kKeyByteMask = 0xff;
-constexpr uint32_t kMwKeyBase = 0x800000;  ///< window indexes start here, so MR and MW keys never collide
+constexpr uint32_t kMwKeyBase = 0x800000;
+constexpr uint64_t kPinWaitNs = 2'000'000'000;  ///< deregistration's wait for frames in flight  ///< window indexes start here, so MR and MW keys never collide
 
 inline uint32_t key_index(uint32_t key) { return key >> kKeyIndexShift; }
 inline uint8_t key_byte(uint32_t key) { return uint8_t(key & kKeyByteMask); }
@@ -62,9 +63,19 @@ const char* key_check_name(KeyCheck k);
 /// frontend still names the right window).
 enum class MwName : uint8_t { kCurrentKey, kHandle };
 
+/// A region's frames in flight that carry its bytes where they lie (zero-copy transmit). The
+/// sending lcore counts each frame it attaches; whoever frees the frame (the peer's lcore over
+/// a ring, the PMD once the kernel has the bytes) counts it released. Deregistration waits
+/// until the two agree. Each count on a line of its own, which one side alone writes.
+struct TxPins {
+  alignas(64) std::atomic<uint64_t> attached{0};
+  alignas(64) std::atomic<uint64_t> released{0};
+};
+
 /// What a successful check resolves to: host address for the first byte.
 struct Resolved {
   uint8_t* host = nullptr;
+  TxPins* pins = nullptr;  ///< check_local: the region's, for a frame that attaches its bytes
 };
 
 class MemoryTable {
@@ -81,8 +92,12 @@ class MemoryTable {
   /// when len is 0 or the range wraps.
   bool register_mr(uint32_t pd, const void* addr, uint64_t len, uint32_t access, uint32_t* key);
   /// Removes the region; its key fails at once. False for an unknown key or one with
-  /// bound windows.
+  /// bound windows. Returns once no lcore uses the key and no frame in flight carries the
+  /// region's bytes (TxPins), or after kPinWaitNs with frames still out (counted in
+  /// pinned_at_deregister: a peer that stopped taking frames holds them for good).
   bool deregister_mr(uint32_t key);
+  /// Deregistrations that gave up waiting for frames in flight.
+  uint64_t pinned_at_deregister() const;
   /// New window in `pd`, unbound; returns its key, which is also its handle (0 if full).
   /// `context` is reported with the window's remote-invalidate completion.
   uint32_t alloc_mw(uint32_t pd, uint64_t context);

@@ -74,6 +74,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
 void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
   g->n = 0;
   g->total = len;
+  g->pins = nullptr;
   if (len == 0) return;
   if (w.wr.flags & kWrInline) {
     g->ptr[0] = w.wr.inline_data + off;
@@ -100,6 +101,7 @@ bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, ui
   }
   g->n = 0;
   g->total = len;
+  g->pins = nullptr;
   return for_each_piece(w.wr.sge, w.wr.num_sge, off, len, [&](unsigned i, uint32_t at, uint32_t take) {
     const Sge& sge = w.wr.sge[i];
     Resolved res;
@@ -107,6 +109,7 @@ bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, ui
       return false;
     g->ptr[g->n] = res.host;
     g->len[g->n++] = take;
+    g->pins = g->n == 1 ? res.pins : nullptr;
     return true;
   });
 }

@@ -23,11 +23,59 @@ uint64_t mac_bits(const rte_ether_addr& a) {
   return lo | uint64_t(hi) << 32;
 }
 
+/// The free callback of an attached payload: the frame is done with the region's bytes.
+void release_pin(void*, void* opaque) {
+  static_cast<TxPins*>(opaque)->released.fetch_add(1, std::memory_order_release);
+}
+
+/// Zero-copy: the payload goes out where it lies, in an mbuf attached to the region's bytes
+/// (rte_pktmbuf_attach_extbuf) and chained behind the headers' mbuf `m`, with the pad and ICRC
+/// in a third. The payload is read once, for the ICRC; the frame's lines, which the peer's core
+/// touched last, are not written. The region stays pinned until the frame is freed. False
+/// (nothing changed) when the pool is out of mbufs: the caller copies instead.
+bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather& g, uint8_t pad) {
+  rte_mbuf* pay = s.new_frame();
+  rte_mbuf* tail = pay ? s.new_frame() : nullptr;
+  if (!tail) {
+    if (pay) rte_pktmbuf_free(pay);
+    return false;
+  }
+  // The shared-info block lives in the payload mbuf's own buffer, unused while it is attached.
+  auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(pay->buf_addr);
+  shinfo->free_cb = release_pin;
+  shinfo->fcb_opaque = g.pins;
+  rte_mbuf_ext_refcnt_set(shinfo, 1);
+  auto* bytes = const_cast<uint8_t*>(g.ptr[0]);
+  g.pins->attached.fetch_add(1, std::memory_order_relaxed);
+  rte_pktmbuf_attach_extbuf(pay, bytes, rte_iova_t(uintptr_t(bytes)), uint16_t(g.len[0]), shinfo);
+  pay->data_len = uint16_t(g.len[0]);
+  crc = wire::crc32(crc, bytes, g.len[0]);
+  uint8_t* t = rte_pktmbuf_mtod(tail, uint8_t*);
+  std::memset(t, 0, pad);
+  crc = wire::crc32(crc, t, pad);
+  std::memcpy(t + pad, &crc, 4);  // little-endian on the wire, as on x86
+  tail->data_len = uint16_t(pad + 4);
+  m->data_len = uint16_t(o - rte_pktmbuf_mtod(m, uint8_t*));
+  m->next = pay;
+  pay->next = tail;
+  m->nb_segs = 3;
+  return true;
+}
+
 /// The rest of a frame whose headers are at [d, o) and whose ICRC state after them is `crc`:
-/// each payload piece CRC'd while it is copied in (one read of the application's bytes), the
-/// pad, the ICRC; then it is queued.
+/// each payload piece CRC'd while it is copied in (one read of the application's bytes), or
+/// attached where it lies (attach_payload); the pad, the ICRC; then it is queued.
 void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather* g, uint8_t pad,
                   size_t total) {
+  if (g && g->pins && g->n == 1 && s.zero_copy_min && g->total >= s.zero_copy_min &&
+      attach_payload(s, m, o, crc, *g, pad)) {
+    m->pkt_len = uint32_t(total);
+    qp.counters.tx_packets++;
+    qp.counters.tx_bytes += total;
+    qp.counters.tx_zero_copy++;
+    s.send(m);
+    return;
+  }
   if (g) {
     for (unsigned i = 0; i < g->n; i++) {
       crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);

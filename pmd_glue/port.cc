@@ -125,6 +125,7 @@ bool Port::configure() {
   }
   // The transport may chain a header mbuf to payload mbufs.
   conf.txmode.offloads |= info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+  zero_copy_tx_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) && driver_ == "net_ring";
   rc = rte_eth_dev_configure(port_id_, config_.rx_queues, config_.tx_queues, &conf);
   if (rc != 0) {
     error_ = std::string("rte_eth_dev_configure: ") + rte_strerror(-rc);

@@ -36,6 +36,7 @@ struct FaultConfig;
 struct QpCounters {
   uint64_t tx_packets = 0, rx_packets = 0;  ///< every packet, ACKs and retransmissions included
   uint64_t tx_bytes = 0;          ///< whole frames as built (Ethernet header to ICRC)
+  uint64_t tx_zero_copy = 0;      ///< packets whose payload went out where it lies
   uint64_t rx_bytes = 0;          ///< whole frames as decoded (Ethernet header to ICRC)
   uint64_t retransmits = 0;       ///< packets sent again (timeout, NAK or RNR)
   uint64_t timeouts = 0;          ///< retransmission timer expiries
@@ -52,6 +53,7 @@ struct QpCounters {
 inline constexpr glue::CounterField kQpCounterFields[] = {
     {"tx_packets", offsetof(QpCounters, tx_packets)},
     {"tx_bytes", offsetof(QpCounters, tx_bytes)},
+    {"tx_zero_copy", offsetof(QpCounters, tx_zero_copy)},
     {"rx_packets", offsetof(QpCounters, rx_packets)},
     {"rx_bytes", offsetof(QpCounters, rx_bytes)},
     {"retransmits", offsetof(QpCounters, retransmits)},
@@ -79,6 +81,11 @@ struct DeviceConfig {
   uint32_t max_mws = 4096;
   uint32_t send_ring = 1024;         ///< entries per QP send ring (power of two)
   uint32_t recv_ring = 1024;         ///< entries per QP receive ring (power of two)
+  /// A packet's payload of at least this many bytes, from one piece of a registered region,
+  /// goes out where it lies (zero-copy) on a port that allows it (glue::Port::zero_copy_tx);
+  /// smaller ones are copied into the frame. 0: always copy.
+  uint32_t zero_copy_min = kZeroCopyMinDefault;
+  static constexpr uint32_t kZeroCopyMinDefault = 1024;
 };
 
 /// A registered region: local key for SGEs, remote key for peers.

@@ -174,6 +174,11 @@ class Port {
   const std::string& driver() const { return driver_; }
   bool tx_ip_checksum_offload() const { return tx_ip_cksum_; }
   bool rx_ip_checksum_offload() const { return rx_ip_cksum_; }
+  /// Whether a frame may carry bytes where they lie in the application's memory (a chained
+  /// mbuf over an external buffer): the PMD takes chains and hands each frame to a consumer
+  /// that frees it once read (net_ring: the peer's receive). A PMD that frees sent mbufs only
+  /// when its ring wraps would keep regions pinned; one that DMAs needs the memory mapped.
+  bool zero_copy_tx() const { return zero_copy_tx_; }
   /// Sums the per-queue counters; exact once the lcores polling the port are quiet.
   PortCounters counters() const;
 
@@ -198,6 +203,7 @@ class Port {
   uint32_t ipv4_ = 0;
   bool tx_ip_cksum_ = false;
   bool rx_ip_cksum_ = false;
+  bool zero_copy_tx_ = false;
   bool promiscuous_ = false;
   uint64_t next_timer_tsc_ = UINT64_MAX;
   std::unique_ptr<NeighbourTable> neighbours_;

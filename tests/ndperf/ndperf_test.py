@@ -385,18 +385,28 @@ def stats(tool):
         b = m.group(1)
         rx = re.search(r"^  rx +(\d+) +(\d+)$", b, re.M)
         tx = re.search(r"^  tx +(\d+) +(\d+)$", b, re.M)
-        total = re.search(r"^  all +(\d+) +(\d+) +(\d+) +(\d+) +(\d+)", b, re.M)
+        head = re.search(r"^  qp +type +state +(.*)$", b, re.M)
+        total = re.search(r"^  all +(.*)$", b, re.M)
         roce = re.search(r"rx_roce (\d+)", b)
-        if not (rx and tx and total and roce):
+        if not (rx and tx and head and total and roce):
             fail("the %s's counters block is incomplete" % who, b)
+        qp = dict(zip(head[1].split(), total[1].split()))  # the sum row has no type or state
+        for name in ("tx_packets", "rx_packets", "retransmits", "tx_zero_copy"):
+            if not qp.get(name, "").isdigit():
+                fail("the %s's QP table has no %s column" % (who, name), b)
         blocks[who] = dict(rx=(int(rx[1]), int(rx[2])), tx=(int(tx[1]), int(tx[2])),
-                           qp_tx=int(total[1]), qp_rx=int(total[3]), retrans=int(total[5]), roce=int(roce[1]))
+                           qp_tx=int(qp["tx_packets"]), qp_rx=int(qp["rx_packets"]),
+                           retrans=int(qp["retransmits"]), zero_copy=int(qp["tx_zero_copy"]), roce=int(roce[1]))
     s, c = blocks["server"], blocks["client"]
     if s["rx"] != c["tx"] or c["rx"] != s["tx"]:
         fail("the ports disagree: server rx %s tx %s, client rx %s tx %s" % (s["rx"], s["tx"], c["rx"], c["tx"]))
     # 300 writes of 4096 B at MTU 1024: at least 1200 data packets from the client's QPs.
     if c["qp_tx"] < 1200 or s["qp_rx"] < 1200 or c["retrans"] != 0:
         fail("implausible QP totals: %s / %s" % (c, s))
+    # Over net_ring each 1024-byte payload goes out where it lies (zero-copy from 1 KiB on).
+    if c["zero_copy"] < 1200 or s["zero_copy"] != 0:
+        fail("zero-copy packets: client %d (want >= 1200), server %d (it sends only ACKs)"
+             % (c["zero_copy"], s["zero_copy"]))
     for b in (s, c):
         if b["roce"] != b["qp_rx"]:
             fail("RoCE frames at the port (%d) != frames at the QPs (%d)" % (b["roce"], b["qp_rx"]))

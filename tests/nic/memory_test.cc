@@ -85,6 +85,49 @@ TEST_F(MemoryTest, RegisterCheckDeregister) {
   EXPECT_FALSE(table.deregister_mr(key));
 }
 
+// Frames that carry a region's bytes where they lie (zero-copy transmit) pin it: check_local
+// and check_remote, through the region or a window over it, hand out the region's pins, and
+// deregistration fails the key at once but returns only when every attached frame is freed.
+TEST_F(MemoryTest, DeregistrationWaitsForFramesCarryingTheRegion) {
+  const uint32_t key = reg(kAllRights);
+  Resolved l, r, w;
+  ASSERT_EQ(KeyCheck::kOk, table.check_local(kPd, key, va(buf.data()), 64, false, &l));
+  ASSERT_EQ(KeyCheck::kOk, table.check_remote(kPd, kQpn, key, va(buf.data()), 64, kAccessRemoteRead, &r));
+  uint32_t mw = 0;
+  const uint32_t wkey = bound_window(key, 0, 128, kAccessRemoteRead, &mw);
+  ASSERT_EQ(KeyCheck::kOk, table.check_remote(kPd, kQpn, wkey, va(buf.data()), 64, kAccessRemoteRead, &w));
+  ASSERT_NE(l.pins, nullptr);
+  EXPECT_EQ(l.pins, r.pins);
+  EXPECT_EQ(l.pins, w.pins);
+  ASSERT_TRUE(table.dealloc_mw(mw));
+
+  l.pins->attached.fetch_add(2);  // two frames out, which another thread frees later
+  l.pins->released.fetch_add(1);
+  std::atomic<bool> returned{false};
+  std::thread dereg([&] {
+    EXPECT_TRUE(table.deregister_mr(key));
+    returned = true;
+  });
+  while (local(key, va(buf.data()), 1) != KeyCheck::kBadKey) std::this_thread::yield();
+  EXPECT_FALSE(returned);  // the key is gone, the region is not: one frame is still out
+  l.pins->released.fetch_add(1);
+  dereg.join();
+  EXPECT_TRUE(returned);
+  EXPECT_EQ(table.pinned_at_deregister(), 0u);
+}
+
+// A frame never freed (a peer that stopped taking frames) holds deregistration kPinWaitNs, no
+// longer; the give-up is counted.
+TEST_F(MemoryTest, DeregistrationGivesUpOnAFrameNeverFreed) {
+  const uint32_t key = reg(kAccessLocalWrite);
+  Resolved l;
+  ASSERT_EQ(KeyCheck::kOk, table.check_local(kPd, key, va(buf.data()), 64, false, &l));
+  l.pins->attached.fetch_add(1);
+  EXPECT_TRUE(table.deregister_mr(key));
+  EXPECT_EQ(table.pinned_at_deregister(), 1u);
+  EXPECT_EQ(KeyCheck::kBadKey, local(key, va(buf.data()), 1));
+}
+
 TEST_F(MemoryTest, BadRegistrations) {
   uint32_t key;
   EXPECT_FALSE(table.register_mr(kPd, buf.data(), 0, kAccessLocalWrite, &key));

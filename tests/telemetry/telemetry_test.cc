@@ -159,7 +159,7 @@ void expect_number(const Json& j, const std::string& key, uint64_t want, const s
 /// Every counter of a QP (or the device's sum) as the reply must name it.
 void expect_qp_counters(const Json& j, const nic::QpCounters& c, const std::string& where) {
   const std::pair<const char*, uint64_t> fields[] = {
-      {"tx_packets", c.tx_packets}, {"tx_bytes", c.tx_bytes}, {"rx_packets", c.rx_packets},
+      {"tx_packets", c.tx_packets}, {"tx_bytes", c.tx_bytes}, {"tx_zero_copy", c.tx_zero_copy}, {"rx_packets", c.rx_packets},
       {"rx_bytes", c.rx_bytes}, {"retransmits", c.retransmits}, {"timeouts", c.timeouts},
       {"rnr_naks_sent", c.rnr_naks_sent}, {"rnr_naks_received", c.rnr_naks_received},
       {"duplicates", c.duplicates}, {"out_of_sequence", c.out_of_sequence},
@@ -488,13 +488,13 @@ TEST_F(Telemetry, StatsTextTable) {
   while (head < lines.size() && !lines[head].starts_with("  qp ")) head++;
   ASSERT_LT(head + 2, lines.size()) << text;
   EXPECT_EQ(words(lines[head]),
-            (std::vector<std::string>{"qp", "type", "state", "tx_packets", "tx_bytes", "rx_packets", "rx_bytes",
+            (std::vector<std::string>{"qp", "type", "state", "tx_packets", "tx_bytes", "tx_zero_copy", "rx_packets", "rx_bytes",
                                       "retransmits", "timeouts", "rnr_naks_sent", "rnr_naks_received", "duplicates",
                                       "out_of_sequence", "invalidations", "naks_sent", "naks_received", "drops"}));
   const auto row = [](const std::string& qpn, std::vector<std::string> lead, const nic::QpCounters& c) {
     std::vector<std::string> w{qpn};
     w.insert(w.end(), lead.begin(), lead.end());
-    for (uint64_t v : {c.tx_packets, c.tx_bytes, c.rx_packets, c.rx_bytes, c.retransmits, c.timeouts,
+    for (uint64_t v : {c.tx_packets, c.tx_bytes, c.tx_zero_copy, c.rx_packets, c.rx_bytes, c.retransmits, c.timeouts,
                        c.rnr_naks_sent, c.rnr_naks_received, c.duplicates, c.out_of_sequence, c.invalidations})
       w.push_back(std::to_string(v));
     w.insert(w.end(), {"0/0/0/0", "0/0/0/0", "0/0"});

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "ndnic/nd.h"
 #include "ndnic/telemetry.h"
@@ -53,6 +55,17 @@ bool Node::start_device() {
   nic::DeviceConfig dc;
   dc.ports = {&port_};
   dc.lcores = config_.lcores;  // none: the application thread drives it (run to completion)
+  // Where zero-copy transmit starts (DeviceConfig::zero_copy_min), for measuring it: bytes, 0
+  // to copy every payload.
+  if (const char* zc = std::getenv("NDNIC_ZERO_COPY_MIN")) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(zc, &end, 10);
+    if (!*zc || *end || v > UINT32_MAX) {
+      error_ = std::string("NDNIC_ZERO_COPY_MIN: '") + zc + "' is not a byte count";
+      return false;
+    }
+    dc.zero_copy_min = uint32_t(v);
+  }
   if (!dev_.open(dc)) {
     error_ = "device: " + dev_.error();
     return false;

@@ -1196,6 +1196,8 @@ void Session::drain_peer(const Snapshot* before) {
     for (uint16_t i = 0; i < n; i++) {
       rte_mbuf* m = pk[i];
       wire::RocePacket p;
+      // A zero-copy frame comes as a chain (headers, payload where it lies, pad and ICRC).
+      if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) violation("tx-chain", "a chained frame that does not fit one mbuf");
       const wire::Reject r = wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &p);
       if (r != wire::Reject::kOk) {
         violation("tx-malformed", fmt("the device sent a frame of %u bytes that does not decode: %s", m->data_len,
