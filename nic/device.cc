@@ -394,6 +394,7 @@ Device::Counters Device::counters() const {
     c.held_dropped += s->held_dropped;
     c.tx_dropped += s->tx_dropped;
   }
+  if (impl_) c.pinned_at_deregister = impl_->memory.pinned_at_deregister();
   return c;
 }
 

@@ -174,6 +174,8 @@ class Device {
     uint64_t dispatch_dropped = 0;  ///< ... that found the owner's ring full
     uint64_t tx_dropped = 0;        ///< frames the port did not take in time
     uint64_t held_dropped = 0;      ///< requests dropped because too many wait behind READ replies
+    /// deregistrations that stopped waiting for zero-copy frames still out (a peer gone quiet)
+    uint64_t pinned_at_deregister = 0;
   };
   /// Counters as reported (the rejects by reason go by wire::reject_name).
   static constexpr glue::CounterField kCounterFields[] = {
@@ -183,6 +185,7 @@ class Device {
       {"dispatch_dropped", offsetof(Counters, dispatch_dropped)},
       {"tx_dropped", offsetof(Counters, tx_dropped)},
       {"held_dropped", offsetof(Counters, held_dropped)},
+      {"pinned_at_deregister", offsetof(Counters, pinned_at_deregister)},
   };
   Counters counters() const;
   /// How busy each worker lcore was (exact once they are quiet): where a run's time went,
