@@ -23,6 +23,13 @@ uint64_t mac_bits(const rte_ether_addr& a) {
   return lo | uint64_t(hi) << 32;
 }
 
+/// The pad (zeros) and the ICRC at `at`, the ICRC's state before them being `crc`.
+void write_trailer(uint8_t* at, uint32_t crc, uint8_t pad) {
+  std::memset(at, 0, pad);
+  crc = wire::crc32(crc, at, pad);
+  std::memcpy(at + pad, &crc, 4);  // little-endian on the wire, as on x86
+}
+
 /// The free callback of an attached payload: the frame is done with the region's bytes.
 void release_pin(void*, void* opaque) {
   static_cast<TxPins*>(opaque)->released.fetch_add(1, std::memory_order_release);
@@ -50,10 +57,7 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   rte_pktmbuf_attach_extbuf(pay, bytes, rte_iova_t(uintptr_t(bytes)), uint16_t(g.len[0]), shinfo);
   pay->data_len = uint16_t(g.len[0]);
   crc = wire::crc32(crc, bytes, g.len[0]);
-  uint8_t* t = rte_pktmbuf_mtod(tail, uint8_t*);
-  std::memset(t, 0, pad);
-  crc = wire::crc32(crc, t, pad);
-  std::memcpy(t + pad, &crc, 4);  // little-endian on the wire, as on x86
+  write_trailer(rte_pktmbuf_mtod(tail, uint8_t*), crc, pad);
   tail->data_len = uint16_t(pad + 4);
   m->data_len = uint16_t(o - rte_pktmbuf_mtod(m, uint8_t*));
   m->next = pay;
@@ -69,24 +73,17 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
                   size_t total) {
   if (g && g->pins && g->n == 1 && s.zero_copy_min && g->total >= s.zero_copy_min &&
       attach_payload(s, m, o, crc, *g, pad)) {
-    m->pkt_len = uint32_t(total);
-    qp.counters.tx_packets++;
-    qp.counters.tx_bytes += total;
     qp.counters.tx_zero_copy++;
-    s.send(m);
-    return;
-  }
-  if (g) {
-    for (unsigned i = 0; i < g->n; i++) {
-      crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);
-      o += g->len[i];
+  } else {
+    if (g) {
+      for (unsigned i = 0; i < g->n; i++) {
+        crc = wire::crc32_copy(crc, o, g->ptr[i], g->len[i]);
+        o += g->len[i];
+      }
     }
+    write_trailer(o, crc, pad);
+    m->data_len = uint16_t(total);
   }
-  std::memset(o, 0, pad);
-  crc = wire::crc32(crc, o, pad);
-  o += pad;
-  std::memcpy(o, &crc, 4);  // little-endian on the wire, as on x86
-  m->data_len = uint16_t(total);
   m->pkt_len = uint32_t(total);
   qp.counters.tx_packets++;
   qp.counters.tx_bytes += total;

@@ -65,6 +65,38 @@ void require_same_fields(const RocePacket& a, const RocePacket& b) {
   require(a.payload_len == b.payload_len && same_bytes(a.payload, b.payload, a.payload_len), "payload");
 }
 
+/// `frame` cut at [0, a), [a, b), [b, end) into exact-size heap pieces, as a chained mbuf holds a
+/// zero-copy sender's frame; decoded as pieces, and compared with `expect` when given (while
+/// the pieces, which the decoded packet points into, still exist).
+Reject decode_cut(const std::vector<uint8_t>& frame, size_t a, size_t b, size_t end, const RocePacket* expect) {
+  std::vector<uint8_t> head(frame.begin(), frame.begin() + a), mid(frame.begin() + a, frame.begin() + b),
+      tail(frame.begin() + b, frame.begin() + end);
+  FramePieces f{head.data(), head.size(), mid.data(), mid.size(), tail.data(), tail.size()};
+  RocePacket out{};
+  const Reject r = decode_frame(f, &out);
+  require(r < Reject::kCount, "reject reason out of range (pieces)");
+  if (r == Reject::kOk) {
+    require(out.payload_len == mid.size() && out.trailer == tail.data(), "pieces: payload and trailer");
+    require(same_bytes(out.payload, mid.data(), mid.size()), "pieces: payload bytes");
+    if (expect) require_same_fields(*expect, out);
+  }
+  return r;
+}
+
+/// A frame in pieces: cut where the input says, it never reads outside a piece; cut at a
+/// decoded frame's payload (a zero-copy sender's cut), it decodes as the whole frame did.
+void fuzz_pieces(const std::vector<uint8_t>& frame, const RocePacket* whole, Reject strict) {
+  const size_t size = frame.size();
+  const size_t a = size ? frame[0] % (size + 1) : 0;
+  const size_t b = a + (size > a ? frame[size - 1] % (size - a + 1) : 0);
+  decode_cut(frame, a, b, size, nullptr);
+  if (!whole) return;
+  const size_t at = size_t(whole->payload - frame.data());
+  const size_t end = at + whole->payload_len + whole->bth.pad + kIcrcLen;
+  require(end <= size, "a decoded frame's trailer past its end");
+  require(decode_cut(frame, at, at + whole->payload_len, end, whole) == strict, "pieces: verdict differs");
+}
+
 void fuzz_frame(const uint8_t* data, size_t size) {
   // An exact-size heap copy: ASan then flags a read even one byte past the frame.
   std::vector<uint8_t> frame(data, data + size);
@@ -85,6 +117,7 @@ void fuzz_frame(const uint8_t* data, size_t size) {
   // Turning the checks off changes only the verdicts of those checks; the ICRC is checked last.
   if (strict == Reject::kIcrcMismatch) require(r == Reject::kOk, "ICRC mismatch hid another reject");
   if (strict != Reject::kIcrcMismatch && strict != Reject::kBadIpChecksum) require(strict == r, "verdicts differ");
+  fuzz_pieces(frame, r == Reject::kOk ? &p : nullptr, strict);
   if (r != Reject::kOk) return;
 
   std::vector<uint8_t> out(frame_length(p));
