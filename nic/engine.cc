@@ -26,19 +26,24 @@ void Shard::process_frame(rte_mbuf* m) {
   opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
   opt.defer_payload_icrc = true;  // SEND and READ payloads: checked as they are copied out
   opt.prefixes = &rx_prefixes;
-  wire::Reject r = wire::Reject::kTruncatedEthernet;
-  if (m->nb_segs == 1) {
-    r = wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects);
-  } else if (m->nb_segs == 3 && (r = wire::decode_frame(pieces_of(m), &pkt, opt)) == wire::Reject::kOk) {
-    rejects.add(r);  // a zero-copy sender's chain, read where its pieces are
-  } else if ((m = linearize(m))) {  // any other chain: made contiguous for the decoder
-    r = wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects);
-  } else {
-    rejects.add(r);
-    return;
-  }
-  if (r == wire::Reject::kOk && recv_packet(*this, pkt, m)) return;  // kept by the responder
+  if (m->nb_segs > 1 && !(m = take_chain(m, pkt, opt))) return;
+  if (wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
+      recv_packet(*this, pkt, m))
+    return;  // kept by the responder
   rte_pktmbuf_free(m);
+}
+
+rte_mbuf* Shard::take_chain(rte_mbuf* m, wire::RocePacket& pkt, const wire::DecodeOptions& opt) {
+  if (m->nb_segs == 3 && wire::decode_frame(pieces_of(m), &pkt, opt) == wire::Reject::kOk) {
+    rejects.add(wire::Reject::kOk);  // a zero-copy sender's chain, read where its pieces are
+    if (!recv_packet(*this, pkt, m)) rte_pktmbuf_free(m);
+    return nullptr;
+  }
+  // Any other chain, or one refused in pieces: made contiguous, it is decoded (and counted) as
+  // every frame is.
+  rte_mbuf* lin = linearize(m);
+  if (!lin) rejects.add(wire::Reject::kTruncatedEthernet);
+  return lin;
 }
 
 wire::FramePieces Shard::pieces_of(const rte_mbuf* m) {

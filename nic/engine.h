@@ -116,6 +116,10 @@ struct Shard {
   bool tx_room() const { return ntx + kTxReserve <= kTxBatch; }
   /// One contiguous mbuf with the frame of a multi-segment one (nullptr if it cannot).
   rte_mbuf* linearize(rte_mbuf* m);
+  /// A chained frame: a zero-copy sender's three pieces decoded and run where they lie
+  /// (nullptr back), any other chain made contiguous for process_frame (nullptr if it cannot).
+  /// Apart from process_frame, so that the decoder of every frame keeps one call site.
+  [[gnu::noinline]] rte_mbuf* take_chain(rte_mbuf* m, wire::RocePacket& pkt, const wire::DecodeOptions& opt);
   /// The three segments of a chained frame, as the decoder takes a zero-copy sender's frame.
   static wire::FramePieces pieces_of(const rte_mbuf* m);
   void apply(ControlCmd* cmd);

@@ -72,11 +72,13 @@ void decode_ext_headers(const uint8_t* p, uint8_t ext, RocePacket* out) {
   if (ext & kHdrIeth) out->ieth_rkey = load_be32(p);
 }
 
-Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) {
-  // Headers are read from the head only; the lengths they declare are checked against the
-  // whole frame. A contiguous frame is all head.
+/// Headers are read from the head only; the lengths they declare are checked against the whole
+/// frame. A contiguous frame is all head (and compiles to the decoder it always was).
+/// Flattened: each small helper (the IPv4 sum, the ICRC prefix) inlined, as the compiler did by
+/// itself before the second instantiation gave them a second caller (send_bw 64 B ~4% apart).
+template <bool split>
+[[gnu::flatten]] Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) {
   const uint8_t* f = fp.head;
-  const bool split = fp.trailer != nullptr;
   const size_t hlen = fp.head_len;
   const size_t len = split ? fp.head_len + fp.payload_len + fp.trailer_len : fp.head_len;
   const uint8_t* hend = f + hlen;
@@ -147,7 +149,7 @@ Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) 
     return Reject::kNotIp;
   }
 
-  if (l4_len < kUdpHdrLen || size_t(hend - l4) < kUdpHdrLen) return Reject::kTruncatedUdp;
+  if (l4_len < kUdpHdrLen || (split && size_t(hend - l4) < kUdpHdrLen)) return Reject::kTruncatedUdp;
   size_t udp_len = load_be16(l4 + 4);
   if (udp_len != l4_len) return Reject::kBadUdpLength;
   out->udp.src_port = flow.udp_sport = load_be16(l4);
@@ -157,7 +159,7 @@ Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) 
 
   const uint8_t* ib = l4 + kUdpHdrLen;
   const size_t ib_len = udp_len - kUdpHdrLen;
-  if (ib_len < kBthLen + kIcrcLen || size_t(hend - ib) < kBthLen) return Reject::kTruncatedBth;
+  if (ib_len < kBthLen + kIcrcLen || (split && size_t(hend - ib) < kBthLen)) return Reject::kTruncatedBth;
   auto& bth = out->bth;
   bth.opcode = ib[0];
   bth.se = ib[1] & 0x80;
@@ -173,8 +175,9 @@ Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) 
   const OpcodeInfo& info = opcode_info(bth.opcode);
   if (!info.name) return Reject::kUnknownOpcode;
   if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
-  if (split ? size_t(hend - ib) != kBthLen + info.ext_len : size_t(hend - ib) < kBthLen + info.ext_len)
-    return Reject::kHeaderLengthMismatch;
+  // In one piece, the declared lengths keep every header inside the frame; in pieces, the
+  // head must end where the payload begins.
+  if (split && size_t(hend - ib) != kBthLen + info.ext_len) return Reject::kHeaderLengthMismatch;
   const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
   if (!info.has_payload) {
     if (bth.pad != 0) return Reject::kPadLengthMismatch;
@@ -215,6 +218,12 @@ Reject decode(const FramePieces& fp, RocePacket* out, const DecodeOptions& opt) 
             : crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen);
   out->icrc = load_le32(icrc_at);
   return crc == out->icrc ? Reject::kOk : Reject::kIcrcMismatch;
+}
+
+/// A chained frame's decoder, kept apart from the one every frame runs: a second caller of
+/// the checksum and CRC helpers made the compiler stop inlining them there (send_bw 64 B -5%).
+[[gnu::cold, gnu::noinline]] Reject decode_pieces(const FramePieces& f, RocePacket* out, const DecodeOptions& opt) {
+  return decode<true>(f, out, opt);
 }
 
 }  // namespace
@@ -270,14 +279,14 @@ Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const Dec
   FramePieces whole;
   whole.head = frame;
   whole.head_len = len;
-  Reject r = decode(whole, out, opt);
+  Reject r = decode<false>(whole, out, opt);
   if (counters) counters->add(r);
   return r;
 }
 
 Reject decode_frame(const FramePieces& frame, RocePacket* out, const DecodeOptions& opt,
                     RejectCounters* counters) {
-  Reject r = frame.trailer ? decode(frame, out, opt) : Reject::kTruncatedBth;
+  Reject r = frame.trailer ? decode_pieces(frame, out, opt) : Reject::kTruncatedBth;
   if (counters) counters->add(r);
   return r;
 }

@@ -46,7 +46,9 @@ class AckCoalescing : public Hostile {
     const uint16_t n = a->port.rx_burst(m, 64);
     for (uint16_t k = 0; k < n; k++) {
       wire::RocePacket p;
-      if (m[k]->nb_segs > 1) EXPECT_EQ(rte_pktmbuf_linearize(m[k]), 0);  // a zero-copy chain
+      if (m[k]->nb_segs > 1) {
+        EXPECT_EQ(rte_pktmbuf_linearize(m[k]), 0);  // a zero-copy chain
+      }
       if (wire::decode_frame(rte_pktmbuf_mtod(m[k], const uint8_t*), rte_pktmbuf_data_len(m[k]), &p) ==
           wire::Reject::kOk)
         out.push_back({p.bth.opcode, p.bth.psn, p.aeth.syndrome, p.aeth.msn});

@@ -80,7 +80,9 @@ class CompleterHostile : public TwoNodes {
       const uint16_t n = a->port.rx_burst(m, 32);
       for (uint16_t k = 0; k < n; k++) {
         wire::RocePacket p;
-        if (m[k]->nb_segs > 1) ASSERT_EQ(rte_pktmbuf_linearize(m[k]), 0);  // a zero-copy chain
+        if (m[k]->nb_segs > 1) {
+          ASSERT_EQ(rte_pktmbuf_linearize(m[k]), 0);  // a zero-copy chain
+        }
         if (wire::decode_frame(rte_pktmbuf_mtod(m[k], const uint8_t*), rte_pktmbuf_data_len(m[k]), &p) ==
             wire::Reject::kOk)
           seen.push_back({p.bth.opcode, p.bth.psn, p.reth.va, p.reth.dma_len});
