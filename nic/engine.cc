@@ -153,7 +153,7 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
-rte_mbuf* Shard::new_frame() {
+[[gnu::always_inline]] inline rte_mbuf* Shard::take_fresh() {
   constexpr uint16_t kAhead = 4;  // frames ahead whose header and first data lines are asked for
   rte_mempool* pool = port->mempool();
   // A pool mbuf's buffer follows its header and private area (rte_pktmbuf_init), so the data
@@ -179,6 +179,9 @@ rte_mbuf* Shard::new_frame() {
   rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool
   return m;
 }
+
+rte_mbuf* Shard::new_frame() { return take_fresh(); }
+rte_mbuf* Shard::new_segment() { return take_fresh(); }
 
 void Shard::return_fresh() {
   if (fresh_next < nfresh)

@@ -41,12 +41,12 @@ void release_pin(void*, void* opaque) {
 /// touched last, are not written. The region stays pinned until the frame is freed. False
 /// (nothing changed) when the pool is out of mbufs: the caller copies instead.
 bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather& g, uint8_t pad) {
-  // From the pool directly: a third caller of new_frame made the compiler stop inlining it
-  // into the path of every frame.
-  rte_mbuf* segs[2];
-  if (rte_pktmbuf_alloc_bulk(s.port->mempool(), segs, 2) != 0) return false;
-  rte_mbuf* pay = segs[0];
-  rte_mbuf* tail = segs[1];
+  rte_mbuf* pay = s.new_segment();
+  rte_mbuf* tail = pay ? s.new_segment() : nullptr;
+  if (!tail) {
+    if (pay) rte_pktmbuf_free(pay);
+    return false;
+  }
   // The shared-info block lives in the payload mbuf's own buffer, unused while it is attached.
   auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(pay->buf_addr);
   shinfo->free_cb = release_pin;
