@@ -85,7 +85,7 @@ struct DeviceConfig {
   /// goes out where it lies (zero-copy) on a port that allows it (glue::Port::zero_copy_tx);
   /// smaller ones are copied into the frame. 0: always copy.
   uint32_t zero_copy_min = kZeroCopyMinDefault;
-  static constexpr uint32_t kZeroCopyMinDefault = 1024;
+  static constexpr uint32_t kZeroCopyMinDefault = 2048;
 };
 
 /// A registered region: local key for SGEs, remote key for peers.
