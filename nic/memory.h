@@ -26,8 +26,8 @@ namespace ndnic::nic {
 
 constexpr uint32_t kKeyIndexShift = 8;
 constexpr uint32_t kKeyByteMask = 0xff;
-constexpr uint32_t kMwKeyBase = 0x800000;
-constexpr uint64_t kPinWaitNs = 2'000'000'000;  ///< deregistration's wait for frames in flight  ///< window indexes start here, so MR and MW keys never collide
+constexpr uint32_t kMwKeyBase = 0x800000;  ///< window indexes start here, so MR and MW keys never collide
+constexpr uint64_t kPinWaitNs = 2'000'000'000;  ///< deregistration's wait for frames in flight
 
 inline uint32_t key_index(uint32_t key) { return key >> kKeyIndexShift; }
 inline uint8_t key_byte(uint32_t key) { return uint8_t(key & kKeyByteMask); }
@@ -75,7 +75,7 @@ struct TxPins {
 /// What a successful check resolves to: host address for the first byte.
 struct Resolved {
   uint8_t* host = nullptr;
-  TxPins* pins = nullptr;  ///< check_local: the region's, for a frame that attaches its bytes
+  TxPins* pins = nullptr;  ///< the region's (a window's: its region's), for a frame that attaches its bytes
 };
 
 class MemoryTable {
