@@ -411,10 +411,7 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
     if (r->pd != pd) return KeyCheck::kBadPd;
     if ((r->access & access) != access) return KeyCheck::kNoAccess;
     if (!range_inside(r->addr, r->len, va, len)) return KeyCheck::kOutOfRange;
-    if (out != nullptr) {
-      out->host = reinterpret_cast<uint8_t*>(va);
-      out->pins = const_cast<TxPins*>(&r->pins);
-    }
+    if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
     return KeyCheck::kOk;
   }
   const Window* w = impl_->window_slot(rkey);
@@ -428,12 +425,7 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
   if (v.qp_id != qp_id) return KeyCheck::kBadQp;
   if ((v.access & access) != access) return KeyCheck::kNoAccess;
   if (!range_inside(v.addr, v.len, va, len)) return KeyCheck::kOutOfRange;
-  if (out != nullptr) {
-    out->host = reinterpret_cast<uint8_t*>(va);
-    // The bound region's: deregistering it, after the window goes, waits for these frames.
-    const Region* r = impl_->region_slot(v.mr_key);
-    out->pins = r ? const_cast<TxPins*>(&r->pins) : nullptr;
-  }
+  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
   return KeyCheck::kOk;
 }
 

@@ -75,7 +75,9 @@ struct TxPins {
 /// What a successful check resolves to: host address for the first byte.
 struct Resolved {
   uint8_t* host = nullptr;
-  TxPins* pins = nullptr;  ///< the region's (a window's: its region's), for a frame that attaches its bytes
+  /// check_local: the region's, for a frame that attaches its bytes. A remote access never
+  /// hands them out: a READ response is copied, so that it holds the bytes as the READ found them.
+  TxPins* pins = nullptr;
 };
 
 class MemoryTable {

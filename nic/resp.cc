@@ -434,7 +434,6 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
       g.ptr[0] = m.host;
       g.len[0] = len;
       g.total = len;
-      g.pins = m.pins;
       if (!send_packet(s, qp, p, &g)) return sent;
       sent++;
       res.offset += len;

@@ -65,6 +65,9 @@ Datagram send_datagram(Shard& s, Qp::Impl& qp, SendWqe& w) {
     w.status = WcStatus::kLocalProtection;
     return Datagram::kDone;
   }
+  // Always copied: a datagram completes as it is sent, and its buffer may be reused or its
+  // region deregistered while the frame still waits for the peer, which nothing acknowledges.
+  g.pins = nullptr;
   if (!send_packet_to(s, qp, p, &g)) return Datagram::kNoRoom;
   qp.req.psn = psn_add(qp.req.psn, 1);
   w.state = WqeState::kDone;

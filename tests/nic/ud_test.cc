@@ -441,6 +441,9 @@ TEST(UdSharded, DatagramsOnEitherQueueReachTheQp) {
     for (uint16_t q = 0; q < kShards; q++) {
       const uint16_t n = peer.rx_burst(in, 8, q);
       for (uint16_t k = 0; k < n; k++) {
+        if (in[k]->nb_segs > 1) {
+          ASSERT_EQ(rte_pktmbuf_linearize(in[k]), 0);  // a chained frame, as a zero-copy one is
+        }
         if (!seen && wire::decode_frame(rte_pktmbuf_mtod(in[k], uint8_t*), in[k]->data_len, &got) ==
                          wire::Reject::kOk) {
           seen = true;
