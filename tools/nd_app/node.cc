@@ -14,6 +14,7 @@
 #include "ndnic/nd.h"
 #include "ndnic/telemetry.h"
 #include "tools/nd_app/address.h"
+#include "tools/nd_app/arguments.h"
 #include "tools/nd_app/status.h"
 
 namespace ndnic::nd_app {
@@ -58,9 +59,8 @@ bool Node::start_device() {
   // Where zero-copy transmit starts (DeviceConfig::zero_copy_min), for measuring it: bytes, 0
   // to copy every payload.
   if (const char* zc = std::getenv("NDNIC_ZERO_COPY_MIN")) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(zc, &end, 10);
-    if (!*zc || *end || v > UINT32_MAX) {
+    unsigned long v = 0;
+    if (!parse_uint(zc, UINT32_MAX, &v)) {
       error_ = std::string("NDNIC_ZERO_COPY_MIN: '") + zc + "' is not a byte count";
       return false;
     }
