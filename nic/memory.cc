@@ -76,7 +76,6 @@ uint8_t zero_length_sink;
 /// are still out then. The frees come from other threads (a peer's lcore, a PMD's TX).
 bool wait_unpinned(const TxPins& pins) {
   const uint64_t attached = pins.attached.load(std::memory_order_acquire);
-  if (pins.released.load(std::memory_order_acquire) == attached) return true;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kPinWaitNs);
   while (pins.released.load(std::memory_order_acquire) != attached) {
     if (std::chrono::steady_clock::now() > deadline) return false;
