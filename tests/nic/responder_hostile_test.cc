@@ -155,6 +155,30 @@ TEST_F(ResponderHostile, RequestsHeldBehindAReadReplyAreBounded) {
   check_good_pair_works(20);
 }
 
+// READs in sequence behind READs still replying are accepted at once, each with a resource of
+// its own, and answered in order: three RX bursts of them (96, more than kMaxHeldPerQp), all
+// in B's ring before B looks, are all answered, none is held or dropped. Before, each waited
+// behind the one before it; one was accepted per poll iteration and the third burst found the
+// hold queue full. A READ behind a held request still waits (RequestsHeldBehindAReadReplyAreBounded).
+TEST_F(ResponderHostile, ReadsInSequenceJoinTheReadsBeingAnswered) {
+  connect();
+  constexpr uint32_t kReads = 3 * kRxBurst, kLen = 8;
+  static_assert(kReads > kMaxHeldPerQp && kReads <= kMaxReadResources + kMaxHeldPerQp);
+  const uint64_t tx0 = b->qp->counters().tx_packets;
+  for (uint32_t i = 0; i < kReads; i++) {
+    wire::RocePacket rd = request(wire::kRcReadRequest, b->qp->qpn(), opts.psn_a + i);
+    rd.reth = {b_va(i * kLen), b->mr.rkey, kLen};
+    inject(rd, {}, nullptr, /*settle=*/false);
+  }
+  ASSERT_TRUE(run_until([&] { return b->qp->counters().tx_packets >= tx0 + kReads; }))
+      << b->qp->counters().tx_packets - tx0 << " of " << kReads << " READs answered";
+  run_until([] { return false; }, 20);
+  EXPECT_EQ(b->qp->counters().tx_packets, tx0 + kReads);  // one response each, nothing more
+  EXPECT_EQ(b->dev.counters().held_dropped, 0u);
+  EXPECT_EQ(b->qp->counters().duplicates + b->qp->counters().out_of_sequence, 0u);
+  EXPECT_EQ(b->qp->state(), QpState::kRts);
+}
+
 // The peer of another connection names a window bound to this one in a SEND with Invalidate:
 // refused (IBTA: a type-2 window is invalidated only through its own QP), the window stays
 // bound and usable by its own connection, and no invalidate result reaches anyone.
