@@ -188,8 +188,7 @@ void Device::close() {
     if (qp->send_ring) rte_ring_free(qp->send_ring);
     if (qp->recv_ring) rte_ring_free(qp->recv_ring);
     // Closed with QPs alive: what their responders held goes back to the pool.
-    for (auto& held : qp->resp.deferred) rte_pktmbuf_free(held.first);
-    qp->resp.deferred.clear();
+    qp->resp.deferred.free_all();
   }
   for (auto& s : d.shards) {
     s->flush_tx();

@@ -239,9 +239,7 @@ void Shard::apply(ControlCmd* cmd) {
       }
       acks_due.erase(std::remove(acks_due.begin(), acks_due.end(), qp), acks_due.end());
       // Requests held behind a READ reply go back to the pool with the QP.
-      for (auto& held_pkt : qp->resp.deferred) rte_pktmbuf_free(held_pkt.first);
-      held -= uint32_t(qp->resp.deferred.size());
-      qp->resp.deferred.clear();
+      held -= qp->resp.deferred.free_all();
       cmd->ok = true;
       break;
     case ControlCmd::kModifyQp:

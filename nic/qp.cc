@@ -265,9 +265,7 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   while (next_recv(qp, &rw)) complete_recv(qp, rw.wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
   for (auto& res : rs.res) res.active = false;
   rs.reads_active = 0;
-  for (auto& [m, pkt] : rs.deferred) rte_pktmbuf_free(m);
-  s.held -= uint32_t(rs.deferred.size());
-  rs.deferred.clear();
+  s.held -= rs.deferred.free_all();
 }
 
 }  // namespace ndnic::nic

@@ -4,12 +4,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include <rte_ether.h>
 
 #include "ndnic/nic.h"
+#include "nic/held_requests.h"
 #include "wire/header_template.h"
 #include "wire/icrc_prefix.h"
 #include "ndnic/wire/packet.h"
@@ -156,7 +156,7 @@ struct RespState {
   /// so they wait (with their mbufs) until it is done. Bounded (kMaxHeldPerQp, and the
   /// shard's kMaxHeldPerShard): beyond it a request is dropped, which the requester recovers
   /// from like a loss, so no peer can drain the port's mbufs.
-  std::deque<std::pair<rte_mbuf*, wire::RocePacket>> deferred;
+  HeldRequests deferred;
 };
 
 struct Qp::Impl {

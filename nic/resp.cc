@@ -164,7 +164,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m
       s.held_dropped++;
       return false;  // a loss to the requester: it goes back for it
     }
-    r.deferred.emplace_back(m, pkt);
+    r.deferred.push_back(m, pkt);
     s.held++;
     return true;
   }
@@ -458,8 +458,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   while (r.res_head != r.res_next && !r.res[r.res_head & (kMaxReadResources - 1)].active) r.res_head++;
   // Requests held behind the READs run now, in order, until one starts another READ.
   while (r.reads_active == 0 && !r.deferred.empty()) {
-    auto [m, pkt] = r.deferred.front();
-    r.deferred.pop_front();
+    auto [m, pkt] = r.deferred.pop_front();
     s.held--;
     responder_packet(s, qp, pkt, nullptr);
     rte_pktmbuf_free(m);
