@@ -8,7 +8,6 @@
 #include <string>
 
 #include <rte_ring.h>
-#include <rte_rcu_qsbr.h>
 #include <rte_ring_elem.h>
 
 #include "nic/cq_impl.h"
@@ -26,10 +25,10 @@ rte_ring* make_ring(Cq::Impl* cq, uint32_t entries) {
 
 }  // namespace
 
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr) {
+bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, GracePeriod grace) {
   if (entries == 0) return false;
   cq->name = "ndnic_cq_" + std::to_string(serial);
-  cq->qsbr = qsbr;
+  cq->grace = grace;
   rte_ring* r = make_ring(cq, entries);
   if (!r) return false;
   cq->ring.store(r, std::memory_order_release);
@@ -121,7 +120,7 @@ unsigned Cq::poll(Completion* out, unsigned n) {
     auto [r, token] = c->old_rings.front();
     unsigned k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
     if (k) return k;
-    if (c->qsbr && !rte_rcu_qsbr_check(c->qsbr, token, false)) return 0;  // a producer may still hold it
+    if (!c->grace.passed(token)) return 0;  // a producer may still hold it
     k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
     if (k) return k;
     rte_ring_free(r);
@@ -166,7 +165,7 @@ bool Cq::resize(uint32_t entries) {
   rte_ring* fresh = make_ring(c, entries);
   if (!fresh) return false;
   rte_ring* cur = c->ring.exchange(fresh, std::memory_order_acq_rel);
-  c->old_rings.emplace_back(cur, c->qsbr ? rte_rcu_qsbr_start(c->qsbr) : 0);
+  c->old_rings.emplace_back(cur, c->grace.start());
   c->capacity = rte_ring_get_capacity(fresh);
   return true;
 }

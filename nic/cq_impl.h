@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "ndnic/nic.h"
+#include "nic/grace_period.h"
 
 struct rte_ring;
-struct rte_rcu_qsbr;
 
 namespace ndnic::nic {
 
@@ -27,7 +27,7 @@ struct Cq::Impl {
   /// Consumer-only: rings replaced by Resize, oldest first, each with the QSBR token taken
   /// when it was replaced; drained before `ring`.
   std::deque<std::pair<rte_ring*, uint64_t>> old_rings;
-  rte_rcu_qsbr* qsbr = nullptr;          ///< the device's; null when the application polls
+  GracePeriod grace;                     ///< the device's shards
   std::string name;                      ///< base of the rings' names
   unsigned generation = 0;               ///< rings made for this CQ (names must be unique)
   uint32_t capacity = 0;
@@ -59,7 +59,7 @@ struct Cq::Impl {
   unsigned push_batch(const Completion* c, unsigned n);
 };
 
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, rte_rcu_qsbr* qsbr);
+bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, GracePeriod grace);
 void cq_destroy(Cq::Impl* cq);
 
 }  // namespace ndnic::nic

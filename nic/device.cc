@@ -73,12 +73,16 @@ void DeviceImpl::drive_blocking() {
 
 unsigned DeviceImpl::drive_once() {
   unsigned work = 0;
-  for (auto& s : shards) {
-    rte_rcu_qsbr_thread_online(qsbr, s->index);
-    work += s->poll_once();
-    rte_rcu_qsbr_thread_offline(qsbr, s->index);
-  }
+  for (auto& s : shards) work += s->poll_once();
   return work;
+}
+
+void DeviceImpl::quiesce_idle(void* self) {
+  DeviceImpl& d = *static_cast<DeviceImpl*>(self);
+  if (!d.try_drive()) return;  // the thread driving reports when its iteration ends
+  // Holding the flag, no iteration is under way: every shard is quiescent now.
+  for (auto& s : d.shards) rte_rcu_qsbr_quiescent(d.qsbr, s->index);
+  d.stop_driving();
 }
 
 bool DeviceImpl::run_control(Shard& s, ControlCmd& cmd) {
@@ -120,7 +124,7 @@ bool Device::open(const DeviceConfig& config) {
   d.config = config;
   d.worker_lcores = !config.lcores.empty();
   {
-    // App-driven devices too: the driving thread is the reader while it drives.
+    // App-driven devices too (nic/grace_period.h).
     const size_t sz = rte_rcu_qsbr_get_memsize(nshards);
     d.qsbr = static_cast<rte_rcu_qsbr*>(rte_zmalloc("ndnic_qsbr", sz, RTE_CACHE_LINE_SIZE));
     if (!d.qsbr || rte_rcu_qsbr_init(d.qsbr, nshards) != 0) {
@@ -128,9 +132,17 @@ bool Device::open(const DeviceConfig& config) {
       return false;
     }
   }
-  if (!d.worker_lcores)  // one reader slot per shard, online only while a thread drives it
-    for (unsigned i = 0; i < nshards; i++) rte_rcu_qsbr_thread_register(d.qsbr, i);
-  if (!d.memory.init(config.max_mrs, config.max_mws, d.qsbr)) {
+  if (!d.worker_lcores) {
+    // One reader per shard, online from the start; whoever drives it reports for it.
+    for (unsigned i = 0; i < nshards; i++) {
+      rte_rcu_qsbr_thread_register(d.qsbr, i);
+      rte_rcu_qsbr_thread_online(d.qsbr, i);
+    }
+    d.grace = GracePeriod(d.qsbr, &DeviceImpl::quiesce_idle, &d);
+  } else {
+    d.grace = GracePeriod(d.qsbr);  // each worker reports for its shard (worker_main)
+  }
+  if (!d.memory.init(config.max_mrs, config.max_mws, d.grace)) {
     error_ = "cannot allocate the memory tables";
     return false;
   }
@@ -257,7 +269,7 @@ uint32_t Device::mw_key(uint32_t handle) const { return impl_->memory.window_key
 Cq* Device::create_cq(uint32_t entries) {
   std::lock_guard control(impl_->control);
   auto cq = std::make_unique<Cq::Impl>();
-  if (!cq_create(cq.get(), entries, g_serial++, impl_->qsbr)) {
+  if (!cq_create(cq.get(), entries, g_serial++, impl_->grace)) {
     cq_destroy(cq.get());
     return nullptr;
   }

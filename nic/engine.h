@@ -144,6 +144,7 @@ struct DeviceImpl {
   DeviceConfig config;
   MemoryTable memory;
   rte_rcu_qsbr* qsbr = nullptr;
+  GracePeriod grace;  ///< over qsbr, helped by quiesce_idle where application threads drive
   std::vector<std::unique_ptr<Shard>> shards;
   std::unique_ptr<std::atomic<Qp::Impl*>[]> qp_table;  ///< by QPN; lcores read, the app writes
   uint32_t qp_table_size = 0;
@@ -165,9 +166,12 @@ struct DeviceImpl {
   bool try_drive() { return !driving.test_and_set(std::memory_order_acquire); }
   void drive_blocking();
   void stop_driving() { driving.clear(std::memory_order_release); }
-  /// One iteration of every shard, as the driving thread (the RCU readers go online for it,
-  /// so a deregistration on another thread waits for the iteration to end, as for a worker).
+  /// One iteration of every shard, as the driving thread: each reports a quiescent state at
+  /// its end, so a deregistration on another thread waits for the iteration, as for a worker.
   unsigned drive_once();
+  /// GracePeriod's help for app-driven devices: where no thread is driving, reports every
+  /// shard quiescent (none can be inside an iteration while the driving flag is held here).
+  static void quiesce_idle(void* self);
 
   Qp::Impl* qp_by_number(uint32_t qpn) const {
     return qpn < qp_table_size ? qp_table[qpn].load(std::memory_order_acquire) : nullptr;

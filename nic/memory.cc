@@ -18,7 +18,6 @@
 //   usable only through the QP it was bound to (rxe_lookup_mw: mw->qp != qp fails).
 // - A region cannot be deregistered while windows are bound to it (rxe_dereg_mr, num_mw).
 #include <rte_pause.h>
-#include <rte_rcu_qsbr.h>
 #include <pthread.h>
 #include <sys/random.h>
 
@@ -192,7 +191,7 @@ struct MemoryTable::Impl {
   std::mutex control;  ///< application threads: the free lists and region slot writes
   FreeList free_mrs;   ///< under `control`
   FreeList free_mws;   ///< under `control`
-  rte_rcu_qsbr* qsbr = nullptr;
+  GracePeriod grace;
   std::atomic<uint64_t> pinned_at_deregister{0};
 
   /// The slot a region key names (index 1..max_mrs), whatever its key byte.
@@ -259,7 +258,7 @@ struct MemoryTable::Impl {
 MemoryTable::MemoryTable() : impl_(std::make_unique<Impl>()) {}
 MemoryTable::~MemoryTable() = default;
 
-bool MemoryTable::init(uint32_t max_mrs, uint32_t max_mws, rte_rcu_qsbr* qsbr) {
+bool MemoryTable::init(uint32_t max_mrs, uint32_t max_mws, GracePeriod grace) {
   // Region indexes 1..max_mrs must stay below the window key space.
   if (max_mrs == 0 || max_mrs >= kMwKeyBase || max_mws == 0 || max_mws > kMaxMws) return false;
   impl_->mrs = std::make_unique<Region[]>(max_mrs);
@@ -268,7 +267,7 @@ bool MemoryTable::init(uint32_t max_mrs, uint32_t max_mws, rte_rcu_qsbr* qsbr) {
   impl_->max_mws = max_mws;
   impl_->free_mrs.reset(max_mrs);
   impl_->free_mws.reset(max_mws);
-  impl_->qsbr = qsbr;
+  impl_->grace = grace;
   return true;
 }
 
@@ -302,7 +301,7 @@ bool MemoryTable::deregister_mr(uint32_t key) {
   } while (!r->word.compare_exchange_weak(cur, 0, std::memory_order_acq_rel));
   // An lcore may have matched the key just before it was cleared; the slot is rewritten only
   // after every lcore has passed a quiescent state since.
-  if (impl_->qsbr != nullptr) rte_rcu_qsbr_check(impl_->qsbr, rte_rcu_qsbr_start(impl_->qsbr), true);
+  impl_->grace.wait();
   // No lcore attaches the region's bytes to a frame any more; those attached before are
   // waited for, so the application may free the memory when this returns.
   if (!wait_unpinned(r->pins)) impl_->pinned_at_deregister.fetch_add(1, std::memory_order_relaxed);

@@ -19,8 +19,8 @@
 #include <memory>
 
 #include "ndnic/verbs.h"
+#include "nic/grace_period.h"
 
-struct rte_rcu_qsbr;
 
 namespace ndnic::nic {
 
@@ -85,9 +85,9 @@ class MemoryTable {
   MemoryTable();
   ~MemoryTable();
 
-  /// Sizes the tables. `qsbr` (may be nullptr in single-threaded use) is the RCU variable the
-  /// lcores report quiescent states on; deregistration waits on it before reusing a slot.
-  bool init(uint32_t max_mrs, uint32_t max_mws, rte_rcu_qsbr* qsbr);
+  /// Sizes the tables. `grace` is over the RCU variable the shards report quiescent states on
+  /// (none in single-threaded use); deregistration waits for a grace period before reusing a slot.
+  bool init(uint32_t max_mrs, uint32_t max_mws, GracePeriod grace);
 
   // ---- application thread ---------------------------------------------------------------
   /// New region over [addr, addr+len) with Access rights. lkey == rkey. False when full or
