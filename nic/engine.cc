@@ -279,7 +279,8 @@ unsigned Shard::poll_once() {
     // The next frame's trailer, if it is a zero-copy sender's chain (the port asked for its
     // segments' headers): its ICRC is read once the payload is CRC'd, a miss on a line the
     // sending core wrote, which one frame's processing hides.
-    if (i + 1 < n && unlikely(pkts[i + 1]->nb_segs > 2)) rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1]->next->next, void*));
+    if (i + 1 < n && unlikely(pkts[i + 1]->nb_segs > 2))
+      rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1]->next->next, void*));
     Shard* owner = sharded ? owner_of(pkts[i]) : this;
     if (owner == this) {
       process_frame(pkts[i]);
