@@ -40,7 +40,8 @@ class HeldRequests {
   /// Frees every mbuf held and forgets them; returns how many there were.
   uint32_t free_all() {
     const uint32_t n = count_;
-    while (count_ != 0) rte_pktmbuf_free(pop_front().m);
+    for (uint32_t i = 0; i < n; i++) rte_pktmbuf_free(slots_[(head_ + i) & (cap_ - 1)].m);
+    head_ = count_ = 0;
     return n;
   }
 
