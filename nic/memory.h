@@ -21,7 +21,6 @@
 #include "ndnic/verbs.h"
 #include "nic/grace_period.h"
 
-
 namespace ndnic::nic {
 
 constexpr uint32_t kKeyIndexShift = 8;

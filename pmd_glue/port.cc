@@ -273,6 +273,7 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
   const Identity us{mac_, ipv4_, config_.promiscuous};
   uint16_t roce = 0;
   uint64_t bytes = 0;
+  bool chained = false;
   // A received frame was written by another core (the NIC's DMA, or the peer lcore of a
   // net_ring pair): its mbuf and headers miss in our cache, and sorting is their first read.
   // Asking for the next few while this one is sorted overlaps those misses instead of taking
@@ -288,7 +289,10 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
     const Classified k = classify(m, us);
     if (likely(k.verdict == Verdict::kRoce)) {
       pkts[roce++] = m;
-      if (unlikely(m->nb_segs > 1)) prefetch_mbuf(m->next);  // see below
+      if (unlikely(m->nb_segs > 1)) {
+        prefetch_mbuf(m->next);  // see below
+        chained = true;
+      }
     } else if (k.verdict == Verdict::kArp) {
       handle_arp(m, c);
     } else {
@@ -299,9 +303,10 @@ uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
   // A chain (a zero-copy sender's headers, payload and trailer) is read segment by segment,
   // each found through the one before: taken in turn by the transport, those are misses one
   // after another. Its second segment was asked for as it was sorted; the third now, for the
-  // whole burst at once.
-  for (uint16_t i = 0; i < roce; i++)
-    if (unlikely(pkts[i]->nb_segs > 2)) prefetch_mbuf(pkts[i]->next->next);
+  // whole burst at once (a burst without chains skips the walk).
+  if (unlikely(chained))
+    for (uint16_t i = 0; i < roce; i++)
+      if (pkts[i]->nb_segs > 2) prefetch_mbuf(pkts[i]->next->next);
   c.rx_roce += roce;
   c.rx_bytes += bytes;
   return roce;
