@@ -11,16 +11,23 @@
 #include <rte_ring_elem.h>
 
 #include "nic/cq_impl.h"
+#include "nic/zc_ring.h"
 
 namespace ndnic::nic {
 
 namespace {
 
-// rte_ring holds count - 1 entries; round up so the caller gets at least `entries`.
+// rte_ring holds count - 1 entries; round up so the caller gets at least `entries`. The
+// lcores that complete into one CQ enqueue in HTS mode (one at a time, a compare-and-swap each
+// as in MP mode), which lets both ends copy entries themselves (nic/zc_ring.h).
 rte_ring* make_ring(Cq::Impl* cq, uint32_t entries) {
   const std::string name = cq->name + "_" + std::to_string(cq->generation++);
   return rte_ring_create_elem(name.c_str(), sizeof(Completion), rte_align32pow2(entries + 1), SOCKET_ID_ANY,
-                              RING_F_SC_DEQ);
+                              RING_F_MP_HTS_ENQ | RING_F_SC_DEQ);
+}
+
+unsigned take(rte_ring* r, Completion* out, unsigned n) {
+  return zc_dequeue_burst<Completion>(r, n, [&](const Completion& c) { *out++ = c; });
 }
 
 }  // namespace
@@ -49,7 +56,7 @@ bool Cq::Impl::push(const Completion& c) { return push_batch(&c, 1) == 1; }
 
 unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
   rte_ring* r = ring.load(std::memory_order_acquire);
-  const unsigned k = rte_ring_mp_enqueue_burst_elem(r, c, sizeof(Completion), n, nullptr);
+  const unsigned k = zc_enqueue<Completion>(r, n, ZcFill::kAsMany, [&](Completion* slot, unsigned i) { *slot = c[i]; });
   if (k < n) {
     overflows.fetch_add(n - k, std::memory_order_relaxed);
     // Whoever waits hears of it, armed for any result or for errors only.
@@ -118,16 +125,15 @@ unsigned Cq::poll(Completion* out, unsigned n) {
   // completions in the next.
   while (!c->old_rings.empty()) {
     auto [r, token] = c->old_rings.front();
-    unsigned k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
+    unsigned k = take(r, out, n);
     if (k) return k;
     if (!c->grace.passed(token)) return 0;  // a producer may still hold it
-    k = rte_ring_sc_dequeue_burst_elem(r, out, sizeof(Completion), n, nullptr);
+    k = take(r, out, n);
     if (k) return k;
     rte_ring_free(r);
     c->old_rings.pop_front();
   }
-  return rte_ring_sc_dequeue_burst_elem(c->ring.load(std::memory_order_relaxed), out, sizeof(Completion), n,
-                                        nullptr);
+  return take(c->ring.load(std::memory_order_relaxed), out, n);
 }
 
 void Cq::arm(bool solicited_only) {

@@ -33,7 +33,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   const uint32_t room = r.mask + 1 - (r.tail - r.head);
   if (room == 0) return;
-  wr_dequeue_burst<SendWr>(qp.send_ring, room, [&](const SendWr& posted) {
+  zc_dequeue_burst<SendWr>(qp.send_ring, room, [&](const SendWr& posted) {
     SendWqe& w = r.sq[r.tail & r.mask];
     wr_copy(&w.wr, posted);
     w.state = WqeState::kPosted;

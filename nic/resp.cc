@@ -50,7 +50,7 @@ bool next_recv(Qp::Impl& qp, RecvWr* out) {
   RespState& r = qp.resp;
   if (r.taken_count == 0) {
     uint32_t n = 0;
-    wr_dequeue_burst<RecvWr>(qp.recv_ring, kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
+    zc_dequeue_burst<RecvWr>(qp.recv_ring, kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
     if (n == 0) return false;
     r.taken_head = 0;
     r.taken_count = n;

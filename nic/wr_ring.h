@@ -8,11 +8,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
-#include <rte_ring_peek_zc.h>
-
 #include "ndnic/verbs.h"
+#include "nic/zc_ring.h"
 
 namespace ndnic::nic {
 
@@ -38,30 +35,7 @@ void wr_copy(Wr* to, const Wr& from) {
 /// Enqueues all n or none (false: no room).
 template <class Wr>
 bool wr_enqueue(rte_ring* r, const Wr* wrs, unsigned n) {
-  rte_ring_zc_data zcd;
-  if (rte_ring_enqueue_zc_bulk_elem_start(r, sizeof(Wr), n, &zcd, nullptr) != n) return false;
-  for (unsigned i = 0; i < n; i++) {
-    Wr* slot = i < zcd.n1 ? static_cast<Wr*>(zcd.ptr1) + i : static_cast<Wr*>(zcd.ptr2) + (i - zcd.n1);
-    wr_copy(slot, wrs[i]);
-  }
-  rte_ring_enqueue_zc_elem_finish(r, n);
-  return true;
-}
-
-/// Takes up to `max` of the oldest, in order, handing each to take(const Wr&), which copies
-/// what it keeps (wr_copy): the slot is the producer's again once this returns. One ring
-/// operation for the lot: the producer's index is read and ours written once per burst, not
-/// once per request; each of those is a cache line the posting thread's core owns.
-template <class Wr, class Take>
-unsigned wr_dequeue_burst(rte_ring* r, unsigned max, Take&& take) {
-  rte_ring_zc_data zcd;
-  const unsigned n = rte_ring_dequeue_zc_burst_elem_start(r, sizeof(Wr), max, &zcd, nullptr);
-  if (n == 0) return 0;
-  const Wr* first = static_cast<const Wr*>(zcd.ptr1);
-  const Wr* wrap = static_cast<const Wr*>(zcd.ptr2);
-  for (unsigned i = 0; i < n; i++) take(i < zcd.n1 ? first[i] : wrap[i - zcd.n1]);
-  rte_ring_dequeue_zc_elem_finish(r, n);
-  return n;
+  return zc_enqueue<Wr>(r, n, ZcFill::kAllOrNone, [&](Wr* slot, unsigned i) { wr_copy(slot, wrs[i]); }) == n;
 }
 
 }  // namespace ndnic::nic
