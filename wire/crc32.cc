@@ -100,7 +100,7 @@ uint32_t crc32_copy_on(CrcPath path, uint32_t crc, void* dst, const void* src, s
 
 }  // namespace detail
 
-uint32_t crc32(uint32_t crc, const void* data, size_t len) {
+uint32_t crc32_nonempty(uint32_t crc, const void* data, size_t len) {
   return detail::crc32_with(detail::g_path, crc, data, len);
 }
 

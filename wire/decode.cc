@@ -248,11 +248,13 @@ uint64_t RejectCounters::total_rejected() const {
   return n;
 }
 
-uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
-  // The one's-complement sum is the same in either byte order (RFC 1071): add native 32-bit
-  // words (an IPv4 header is whole words), fold, and swap once at the end. It runs twice per
-  // packet (encode, and decode where the port did not check it): 16-bit big-endian loads cost
-  // ~6% of a 64-byte SEND's path.
+namespace {
+
+/// The one's-complement sum is the same in either byte order (RFC 1071): add native 32-bit
+/// words (an IPv4 header is whole words), fold, and swap once at the end. It runs twice per
+/// packet (encode, and decode where the port did not check it): 16-bit big-endian loads cost
+/// ~6% of a 64-byte SEND's path.
+inline uint16_t header_sum(const uint8_t* hdr, size_t len) {
   uint64_t sum = 0;
   size_t i = 0;
   for (; i + 4 <= len; i += 4) {
@@ -272,6 +274,14 @@ uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
   sum = (sum & 0xffff) + (sum >> 16);
   const uint16_t folded = uint16_t(~sum);
   return uint16_t(folded >> 8 | folded << 8);  // as load_be16 would read the stored bytes
+}
+
+}  // namespace
+
+uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
+  // A header without options, nearly every one, as five constant loads rather than a loop
+  // (~15 instructions less per received frame).
+  return len == kIpv4HdrLen ? header_sum(hdr, kIpv4HdrLen) : header_sum(hdr, len);
 }
 
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const DecodeOptions& opt,
