@@ -43,6 +43,10 @@ HRESULT NdEndpoint::Flush() {
 
 void NdEndpoint::SubmitRequestBatch() {
   batching_ = false;
+  // Receives first: a request of the batch may be what makes the peer send to them.
+  if (nrecv_batch_ != 0 && qp_->post_recv_burst(recv_batch_.data(), unsigned(nrecv_batch_)))
+    recvs_posted_ += nrecv_batch_;
+  nrecv_batch_ = 0;
   if (nbatch_ == 0) return;
   // Room was checked per request; the batch counts as posted like single requests do.
   if (qp_->post_send_burst(batch_.data(), unsigned(nbatch_))) sends_posted_ += nbatch_;
@@ -160,17 +164,31 @@ HRESULT NdEndpoint::ReceiveExt(NDNIC_RESULT* r, const ND_SGE* sgl, SIZE_T n) {
 HRESULT NdEndpoint::receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n) {
   if (!r) return ND_INVALID_PARAMETER;
   // Filled in place, only as far as the SGEs go: a zeroed work request and a copy of it were
-  // a third of the time a receive took to post.
-  nic::RecvWr wr;
+  // a third of the time a receive took to post. In a batch, in the batch's next slot: the
+  // batch is one ring operation (a server reposting a burst of receives).
+  nic::RecvWr scratch;
+  nic::RecvWr* slot = &scratch;
+  if (batching_) {
+    if (nrecv_batch_ == recv_batch_.size()) recv_batch_.emplace_back();
+    slot = &recv_batch_[nrecv_batch_];
+  }
+  nic::RecvWr& wr = *slot;
   bool too_long = false;
   const HRESULT hr = fill_sgl(wr.sge, sgl, n, lim_.inbound_sge, &too_long);
   if (FAILED(hr)) return hr;
   // As for Send: SGEs the adapter cannot take whole (an SGE's length would be cut to 32 bits,
   // the total past the largest message) are refused, never shortened.
   if (too_long) return ND_BUFFER_OVERFLOW;
-  if (recvs_posted_ - qp_->recvs_completed() >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
+  if (recvs_posted_ + nrecv_batch_ - qp_->recvs_completed() >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
   wr.wr_id = wr_id;
   wr.num_sge = uint32_t(n);
+  if (batching_) {
+    // What post_recv would refuse, refused now rather than lost with the batch.
+    if (qp_->state() == nic::QpState::kReset) return ND_NO_MORE_ENTRIES;
+    r->Status = ND_PENDING;
+    nrecv_batch_++;
+    return ND_SUCCESS;
+  }
   r->Status = ND_PENDING;
   if (!qp_->post_recv(wr)) return ND_NO_MORE_ENTRIES;
   recvs_posted_++;

@@ -247,6 +247,8 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
   bool batching_ = false;
   std::vector<nic::SendWr> batch_;  ///< slots for an open batch: the first nbatch_ hold it
   size_t nbatch_ = 0;
+  std::vector<nic::RecvWr> recv_batch_;  ///< the open batch's receives: the first nrecv_batch_
+  size_t nrecv_batch_ = 0;
   nic::SendWr scratch_;             ///< where a request outside a batch is built
 };
 

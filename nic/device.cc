@@ -494,10 +494,13 @@ bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
 
 bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
 
-bool Qp::post_recv(const RecvWr& wr) {
-  if (wr.num_sge > impl_->caps.max_recv_sge) return false;
+bool Qp::post_recv(const RecvWr& wr) { return post_recv_burst(&wr, 1); }
+
+bool Qp::post_recv_burst(const RecvWr* wrs, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    if (wrs[i].num_sge > impl_->caps.max_recv_sge) return false;
   if (impl_->state.load(std::memory_order_relaxed) == QpState::kReset) return false;
-  return wr_enqueue(impl_->recv_ring, &wr, 1);
+  return wr_enqueue(impl_->recv_ring, wrs, n);
 }
 
 Qp::Counters Qp::counters() const { return impl_->counters; }

@@ -294,6 +294,8 @@ class Qp {
   /// Posts n requests as one ring operation (one doorbell): all of them or none.
   bool post_send_burst(const SendWr* wrs, unsigned n);
   bool post_recv(const RecvWr& wr);
+  /// Posts n receives as one ring operation: all of them or none.
+  bool post_recv_burst(const RecvWr* wrs, unsigned n);
   /// Nothing posted waits for the engine to fetch it.
   bool send_ring_empty() const;
   /// Transport counters of this QP (exact once its lcore is quiet).

@@ -89,12 +89,27 @@ bool serve_sizes(Session& s, const Plan& p, uint32_t nqp, const char* other, Rec
     Op* room[Session::kMaxReap];
     const std::span<Op*> ops = s.reap_ops(room);
     if (ops.empty()) return false;
+    // The burst's receives go back as one batch per endpoint (one ring operation each).
+    for (uint32_t i = 0; i < nqp; i++) s.ep(i)->StartRequestBatch();
+    Op* stop = nullptr;  // a result that ends the serve
+    bool failed = false;
     for (Op* op : ops) {
-      if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) return s.unexpected(op, other);
-      if (op->Status == ND_CANCELED && syncs == 0) return s.wait_disconnect();
-      if (!s.succeeded(op, "receive")) return false;
+      if ((op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) || op->Status != ND_SUCCESS) {
+        stop = op;
+        break;
+      }
       if (op->BytesTransferred == 0) syncs++;
-      if (!received(op, sz[round])) return false;
+      if (!received(op, sz[round])) {
+        failed = true;
+        break;
+      }
+    }
+    for (uint32_t i = 0; i < nqp; i++) s.ep(i)->SubmitRequestBatch();
+    if (failed) return false;
+    if (stop) {
+      if (stop->kind != OpKind::kDataRecv && stop->kind != OpKind::kCtrlRecv) return s.unexpected(stop, other);
+      if (stop->Status == ND_CANCELED && syncs == 0) return s.wait_disconnect();
+      return s.succeeded(stop, "receive");  // false, and says why
     }
     if (!burst(sz[round])) return false;
     if (syncs == nqp) {
