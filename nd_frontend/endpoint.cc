@@ -41,17 +41,26 @@ HRESULT NdEndpoint::Flush() {
   return qp_->modify(nic::QpState::kError, {}) ? ND_SUCCESS : ND_INVALID_DEVICE_STATE;
 }
 
+void NdEndpoint::StartRequestBatch() {
+  if (batching_) return;  // the batch open goes on
+  batching_ = true;
+  nbatch_ = 0;
+  batch_slots_ = qp_->open_send_slots();
+}
+
 void NdEndpoint::SubmitRequestBatch() {
+  if (!batching_) return;
   batching_ = false;
   // Receives first: a request of the batch may be what makes the peer send to them.
   if (nrecv_batch_ != 0 && qp_->post_recv_burst(recv_batch_.data(), unsigned(nrecv_batch_)))
     recvs_posted_ += nrecv_batch_;
   nrecv_batch_ = 0;
-  if (nbatch_ == 0) return;
-  // Room was checked per request; the batch counts as posted like single requests do.
-  if (qp_->post_send_burst(batch_.data(), unsigned(nbatch_))) sends_posted_ += nbatch_;
-  nbatch_ = 0;
-  adapter_->progress();
+  // Room was checked per request; the batch counts as posted like single requests do. The
+  // slots left over go back to the ring.
+  const size_t n = nbatch_;
+  nbatch_ = batch_slots_ = 0;
+  if (qp_->commit_send_slots(unsigned(n))) sends_posted_ += n;
+  if (n != 0) adapter_->progress();
 }
 
 HRESULT NdEndpoint::fill_sgl(nic::Sge* out, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long) {
@@ -89,7 +98,10 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   wr.flags = uint8_t(op_flags(flags) | wr_flags);
   r->Status = ND_PENDING;
   if (batching_) {
-    assert(&wr == &batch_[nbatch_]);  // new_wr built it in the batch's next slot
+    // new_wr built it in the batch's next slot; past the slots reserved, the ring is full
+    // (the outbound limit keeps a batch inside them, but never write past them).
+    if (nbatch_ == batch_slots_) return ND_NO_MORE_ENTRIES;
+    assert(&wr == qp_->send_slot(unsigned(nbatch_)));
     nbatch_++;
     return ND_SUCCESS;
   }
@@ -106,11 +118,7 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
 // The SGE array (~130 bytes) is left for fill_sgl, which writes as many as are used: zeroing it
 // all was a sizeable part of a small Send.
 nic::SendWr& NdEndpoint::new_wr(nic::WrOpcode op) {
-  nic::SendWr* wr = &scratch_;
-  if (batching_) {
-    if (nbatch_ == batch_.size()) batch_.emplace_back();
-    wr = &batch_[nbatch_];
-  }
+  nic::SendWr* wr = batching_ && nbatch_ < batch_slots_ ? qp_->send_slot(unsigned(nbatch_)) : &scratch_;
   std::memset(static_cast<void*>(wr), 0, offsetof(nic::SendWr, sge));
   wr->opcode = op;
   return *wr;

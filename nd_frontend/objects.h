@@ -190,7 +190,7 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
  public:
   NdEndpoint(NdAdapter* adapter, nic::Qp* qp, NdCq* in, NdCq* out, const EndpointLimits& lim);
   HRESULT Flush() override;
-  void StartRequestBatch() override { batching_ = true; }
+  void StartRequestBatch() override;
   void SubmitRequestBatch() override;
   HRESULT Send(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags) override;
   HRESULT SendAndInvalidate(ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, const ND_MW_DESCRIPTOR* mw,
@@ -228,9 +228,10 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
   HRESULT post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n, DWORD flags, bool rdma,
                uint8_t wr_flags = 0);
   /// A send work request with every field before the SGEs zero, built where it will stay: the
-  /// open batch's next slot (post keeps it there), else scratch_. Built on the stack and copied,
-  /// its fields were read back by the copy while their stores were still in flight, which the
-  /// CPU cannot forward from its store buffer: a stall in every batched post.
+  /// open batch's next slot in the QP's send ring (post keeps it there; the engine reads it
+  /// where it was built), else scratch_. Built on the stack and copied, its fields were read
+  /// back by the copy while their stores were still in flight, which the CPU cannot forward
+  /// from its store buffer: a stall in every batched post.
   nic::SendWr& new_wr(nic::WrOpcode op);
   HRESULT fill_sgl(nic::Sge* out, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long);
   HRESULT receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZE_T n);
@@ -245,8 +246,8 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
   bool batching_ = false;
-  std::vector<nic::SendWr> batch_;  ///< slots for an open batch: the first nbatch_ hold it
-  size_t nbatch_ = 0;
+  size_t nbatch_ = 0;               ///< requests in the open batch, in its first send slots
+  size_t batch_slots_ = 0;          ///< send slots the open batch reserved (Qp::open_send_slots)
   std::vector<nic::RecvWr> recv_batch_;  ///< the open batch's receives: the first nrecv_batch_
   size_t nrecv_batch_ = 0;
   nic::SendWr scratch_;             ///< where a request outside a batch is built

@@ -492,6 +492,27 @@ bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   return wr_enqueue(impl_->send_ring, wrs, n);
 }
 
+unsigned Qp::open_send_slots() {
+  rte_ring* r = impl_->send_ring;
+  rte_ring_zc_data z;
+  const unsigned n = rte_ring_enqueue_zc_burst_elem_start(r, sizeof(SendWr), rte_ring_get_capacity(r), &z, nullptr);
+  impl_->send_slots = {static_cast<SendWr*>(z.ptr1), static_cast<SendWr*>(z.ptr2), n ? z.n1 : 0};
+  return n;
+}
+
+SendWr* Qp::send_slot(unsigned i) {
+  const Impl::SendSlots& s = impl_->send_slots;
+  return i < s.first_n ? s.first + i : s.wrap + (i - s.first_n);
+}
+
+bool Qp::commit_send_slots(unsigned n) {
+  bool ok = true;
+  for (unsigned i = 0; i < n && ok; i++) ok = valid_send(*impl_, *send_slot(i));
+  rte_ring_enqueue_zc_elem_finish(impl_->send_ring, ok ? n : 0);  // the slots past n go back
+  impl_->send_slots = {};
+  return ok;
+}
+
 bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
 
 bool Qp::post_recv(const RecvWr& wr) { return post_recv_burst(&wr, 1); }

@@ -175,6 +175,13 @@ struct Qp::Impl {
   std::atomic<bool> closed{false};
   QpAttr attr;
   rte_ring* send_ring = nullptr;   ///< SendWr, app -> lcore (single producer, single consumer)
+  /// The send ring's slots an open batch reserved (Qp::open_send_slots): `first` holds
+  /// `first_n` of them, the rest wrap to `wrap`.
+  struct SendSlots {
+    SendWr* first = nullptr;
+    SendWr* wrap = nullptr;
+    unsigned first_n = 0;
+  } send_slots;
   rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
   bool mac_known = false;
   rte_ether_addr dest_mac{};

@@ -293,6 +293,14 @@ class Qp {
   bool post_send(const SendWr& wr);
   /// Posts n requests as one ring operation (one doorbell): all of them or none.
   bool post_send_burst(const SendWr* wrs, unsigned n);
+  /// A batch of send requests built where the engine reads them, not copied there:
+  /// open_send_slots() reserves the send ring's free slots and says how many, send_slot(i) is
+  /// the i-th, and commit_send_slots(n) posts the first n as one ring operation, checked as
+  /// post_send checks them (false, and none posted, when one is malformed); the rest go back.
+  /// One batch open per QP at a time, from the thread that posts to it.
+  unsigned open_send_slots();
+  SendWr* send_slot(unsigned i);
+  bool commit_send_slots(unsigned n);
   bool post_recv(const RecvWr& wr);
   /// Posts n receives as one ring operation: all of them or none.
   bool post_recv_burst(const RecvWr* wrs, unsigned n);

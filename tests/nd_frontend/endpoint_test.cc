@@ -513,6 +513,34 @@ TEST_F(Nd, BatchAndFlush) {
   EXPECT_EQ(pending[1].Status, ND_CANCELED);
 }
 
+// A batch is built in the send ring's own slots: it takes as many requests as the outbound
+// limit allows and no more, and each goes out as built.
+TEST_F(Nd, ABatchFillsTheOutboundLimitAndNoMore) {
+  connect();
+  std::vector<ND_RESULT> rr(kEntries), ss(kEntries + 1);
+  for (SIZE_T i = 0; i < kEntries; i++) {
+    ND_SGE in = sge(b, 4096 + i * 64, 64);
+    ASSERT_EQ(b.ep->Receive(&rr[i], &in, 1), ND_SUCCESS) << i;
+  }
+  a.ep->StartRequestBatch();
+  for (SIZE_T i = 0; i < kEntries; i++) {
+    std::memset(a.buf.data() + i * 64, int(0x50 + i), 64);
+    ND_SGE out = sge(a, i * 64, 64);
+    ASSERT_EQ(a.ep->Send(&ss[i], &out, 1, 0), ND_SUCCESS) << i;
+  }
+  ND_SGE out = sge(a, 0, 64);
+  EXPECT_EQ(a.ep->Send(&ss[kEntries], &out, 1, 0), ND_NO_MORE_ENTRIES);
+  a.ep->SubmitRequestBatch();
+  ASSERT_EQ(results(a.cq, kEntries).size(), kEntries);
+  ASSERT_EQ(results(b.cq, kEntries).size(), kEntries);
+  for (SIZE_T i = 0; i < kEntries; i++) {
+    EXPECT_EQ(ss[i].Status, ND_SUCCESS) << i;
+    EXPECT_EQ(rr[i].Status, ND_SUCCESS) << i;
+    EXPECT_EQ(b.buf[4096 + i * 64], uint8_t(0x50 + i)) << i;
+    EXPECT_EQ(b.buf[4096 + i * 64 + 63], uint8_t(0x50 + i)) << i;
+  }
+}
+
 // Receives in a batch go to the QP together when the batch is submitted (one ring operation),
 // count against the inbound limit while they wait, and each lands where its own SGE says.
 TEST_F(Nd, ReceivesInABatchArePostedTogether) {

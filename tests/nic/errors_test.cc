@@ -192,6 +192,36 @@ TEST_F(Errors, PsnWrapAround) {
 namespace ndnic::nic::testing {
 namespace {
 
+// Requests built in the send ring's own slots (Qp::open_send_slots): only those committed are
+// posted, in order; the slots past them go back to the ring; a malformed one posts none.
+TEST_F(TwoNodes, SendSlotsPostWhatIsCommittedAndReturnTheRest) {
+  connect();
+  for (uint64_t id = 100; id < 104; id++) ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, id * 64, 64, id)));
+  const unsigned room = a->qp->open_send_slots();
+  ASSERT_GE(room, 3u);
+  for (unsigned i = 0; i < 3; i++) *a->qp->send_slot(i) = send_wr(WrOpcode::kSend, *a, i * 64, 64, i + 1);
+  ASSERT_TRUE(a->qp->commit_send_slots(2));  // the third is built but not committed
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
+  EXPECT_EQ(sc[0].wr_id, 1u);
+  EXPECT_EQ(sc[1].wr_id, 2u);
+  // Every slot is free again, and the uncommitted request never left.
+  EXPECT_EQ(a->qp->open_send_slots(), room);
+  *a->qp->send_slot(0) = send_wr(WrOpcode::kSend, *a, 0, 64, 4);
+  SendWr bad = send_wr(WrOpcode::kSend, *a, 0, 64, 5);
+  bad.num_sge = kMaxSge + 1;
+  *a->qp->send_slot(1) = bad;
+  EXPECT_FALSE(a->qp->commit_send_slots(2));  // one malformed: neither is posted
+  EXPECT_EQ(a->qp->open_send_slots(), room);
+  *a->qp->send_slot(0) = send_wr(WrOpcode::kSend, *a, 0, 64, 6);
+  ASSERT_TRUE(a->qp->commit_send_slots(1));
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(sc[2].wr_id, 6u);
+  ASSERT_TRUE(wait_cq(b->rcq, 3, &rc));
+  EXPECT_FALSE(wait_cq(b->rcq, 1, &rc, 50));  // nothing else arrived
+  for (const Completion& c : sc) EXPECT_EQ(c.status, WcStatus::kSuccess);
+}
+
 TEST_F(TwoNodes, GatherAndScatterOverSeveralSges) {
   connect();
   // Receive: three pieces out of order in B's buffer; send: four pieces of A's.
