@@ -494,9 +494,9 @@ bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
 
 unsigned Qp::open_send_slots() {
   rte_ring* r = impl_->send_ring;
-  rte_ring_zc_data z;
+  rte_ring_zc_data z{};
   const unsigned n = rte_ring_enqueue_zc_burst_elem_start(r, sizeof(SendWr), rte_ring_get_capacity(r), &z, nullptr);
-  impl_->send_slots = {static_cast<SendWr*>(z.ptr1), static_cast<SendWr*>(z.ptr2), n ? z.n1 : 0};
+  impl_->send_slots = {static_cast<SendWr*>(z.ptr1), static_cast<SendWr*>(z.ptr2), z.n1};
   return n;
 }
 

@@ -297,7 +297,8 @@ class Qp {
   /// open_send_slots() reserves the send ring's free slots and says how many, send_slot(i) is
   /// the i-th, and commit_send_slots(n) posts the first n as one ring operation, checked as
   /// post_send checks them (false, and none posted, when one is malformed); the rest go back.
-  /// One batch open per QP at a time, from the thread that posts to it.
+  /// One batch open per QP at a time, from the thread that posts to it, and no post_send or
+  /// post_send_burst while it is open (they would publish its unfinished slots).
   unsigned open_send_slots();
   SendWr* send_slot(unsigned i);
   bool commit_send_slots(unsigned n);
