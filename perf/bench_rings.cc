@@ -116,7 +116,8 @@ void BM_send_ring(benchmark::State& state) {
   per_entry(state, n);
 }
 
-// post_send_burst: n requests as one ring operation (ND's StartRequestBatch .. Submit).
+// post_send_burst: n requests, built elsewhere and copied in, as one ring operation (ND's
+// batches build theirs in the ring's slots instead: Qp::open_send_slots).
 void BM_send_ring_burst(benchmark::State& state) {
   Local* l = local(state);
   if (!l) return;
