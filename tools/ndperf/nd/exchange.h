@@ -91,26 +91,23 @@ bool serve_sizes(Session& s, const Plan& p, uint32_t nqp, const char* other, Rec
     if (ops.empty()) return false;
     // The burst's receives go back as one batch per endpoint (one ring operation each).
     for (uint32_t i = 0; i < nqp; i++) s.ep(i)->StartRequestBatch();
-    Op* stop = nullptr;  // a result that ends the serve
-    bool failed = false;
+    bool ok = true, disconnected = false;
     for (Op* op : ops) {
-      if ((op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) || op->Status != ND_SUCCESS) {
-        stop = op;
-        break;
+      if (op->kind != OpKind::kDataRecv && op->kind != OpKind::kCtrlRecv) {
+        ok = s.unexpected(op, other);
+      } else if (op->Status == ND_CANCELED && syncs == 0) {
+        disconnected = true;
+      } else if (!s.succeeded(op, "receive")) {
+        ok = false;
+      } else {
+        if (op->BytesTransferred == 0) syncs++;
+        ok = received(op, sz[round]);
       }
-      if (op->BytesTransferred == 0) syncs++;
-      if (!received(op, sz[round])) {
-        failed = true;
-        break;
-      }
+      if (!ok || disconnected) break;
     }
     for (uint32_t i = 0; i < nqp; i++) s.ep(i)->SubmitRequestBatch();
-    if (failed) return false;
-    if (stop) {
-      if (stop->kind != OpKind::kDataRecv && stop->kind != OpKind::kCtrlRecv) return s.unexpected(stop, other);
-      if (stop->Status == ND_CANCELED && syncs == 0) return s.wait_disconnect();
-      return s.succeeded(stop, "receive");  // false, and says why
-    }
+    if (disconnected) return s.wait_disconnect();
+    if (!ok) return false;
     if (!burst(sz[round])) return false;
     if (syncs == nqp) {
       if (!answer(sz[round])) return false;
