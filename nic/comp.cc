@@ -37,16 +37,35 @@ double rnr_timer_us(uint8_t code) {
   return kUs[code & 0x1f];
 }
 
+/// The TSC, read at the first call and then kept: a response that moves no timer reads no
+/// clock (a read is ~10 ns in a VM, on the path of every ping-pong's ACK).
+class LazyTsc {
+ public:
+  uint64_t operator()() { return tsc_ ? tsc_ : (tsc_ = rte_rdtsc()); }
+
+ private:
+  uint64_t tsc_ = 0;
+};
+
+/// The retransmission timer once acknowledgements moved comp.psn: restarted while a PSN sent
+/// still awaits one, off when none does, so that a QP with nothing in flight costs its shard
+/// no clock read per poll (the requester arms it again with the next packet it sends).
+void restart_timer(Qp::Impl& qp, LazyTsc& now) {
+  const CompState& c = qp.comp;
+  const bool awaited = c.sent_any && psn_diff(c.sent_psn, c.psn) > 0;
+  qp.comp.timer_tsc = qp.timeout_tsc && awaited ? now() + qp.timeout_tsc : 0;
+}
+
 /// Go back to `psn`. Every out-of-order response behind one loss asks for the same go-back;
 /// answering each would resend the window again and again, so a go-back to the PSN just
 /// retried waits a quarter of the ACK timeout (the timer still catches a lost retransmission).
-bool retry_from(Qp::Impl& qp, uint32_t psn, uint64_t now) {
+bool retry_from(Qp::Impl& qp, uint32_t psn, LazyTsc& now) {
   CompState& c = qp.comp;
-  if (psn == c.last_retry_psn && now - c.last_retry_tsc < qp.timeout_tsc / 4) return false;
+  if (psn == c.last_retry_psn && now() - c.last_retry_tsc < qp.timeout_tsc / 4) return false;
   c.retry_pending = true;
   c.retry_psn = psn;
   c.last_retry_psn = psn;
-  c.last_retry_tsc = now;
+  c.last_retry_tsc = now();
   return true;
 }
 
@@ -69,7 +88,7 @@ bool rnr_echo(CompState& c, uint32_t psn) {
 }
 
 /// The WQE completed by the peer: mark it done, move the acknowledged PSN past it.
-void wqe_done(Qp::Impl& qp, SendWqe& w, uint64_t now) {
+void wqe_done(Qp::Impl& qp, SendWqe& w, LazyTsc& now) {
   w.state = WqeState::kDone;
   if (w.rd_counted) {
     w.rd_counted = false;
@@ -78,7 +97,7 @@ void wqe_done(Qp::Impl& qp, SendWqe& w, uint64_t now) {
   qp.comp.psn = psn_add(w.last_psn, 1);
   qp.comp.retry_left = qp.attr.retry_cnt;  // progress resets the retry budget
   qp.comp.rnr_retry_left = qp.attr.rnr_retry;
-  qp.comp.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
+  restart_timer(qp, now);
 }
 
 void wqe_failed(Qp::Impl& qp, SendWqe& w, WcStatus st) {
@@ -169,7 +188,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
   const wire::OpKind kind = info.kind;
   const uint8_t syn = pkt.aeth.syndrome;
   const uint32_t mtu = qp.attr.path_mtu;
-  const uint64_t now = rte_rdtsc();
+  LazyTsc now;
   if (pkt.icrc_pending && !next_read_response(qp, pkt) && !settle_icrc(s, pkt)) return;
 
   // CHECK_PSN against the next PSN never sent: nothing may answer it.
@@ -247,7 +266,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
         // Each response acknowledges its PSN: the window moves inside a long READ too.
         c.psn = psn_add(psn, 1);
         c.retry_left = qp.attr.retry_cnt;
-        c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
+        restart_timer(qp, now);
         if (w.placed == w.length) {
           wqe_done(qp, w, now);
           advance_completions(s, qp);
@@ -279,7 +298,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
         if (!needs_response(w.wr.opcode)) {
           c.psn = psn_add(psn, 1);
           c.retry_left = qp.attr.retry_cnt;
-          c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
+          restart_timer(qp, now);
         }
         return;
       case kSyndromeRnr:
@@ -296,7 +315,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
         }
         c.rnr_psn = psn;
         c.rnr_gap = true;
-        c.rnr_tsc = now + uint64_t(rnr_timer_us(syn) * 1e-6 * double(s.tsc_hz));
+        c.rnr_tsc = now() + uint64_t(rnr_timer_us(syn) * 1e-6 * double(s.tsc_hz));
         c.timer_tsc = 0;
         c.retry_pending = true;  // the RNR timer paces this one
         c.retry_psn = psn;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "nic/qp_impl.h"
 #include "tests/fixtures/two_nodes.h"
 
 namespace ndnic::nic::testing {
@@ -113,6 +114,44 @@ TEST_F(Errors, RetryExceededWhenThePeerIsGone) {
   EXPECT_GE(a->qp->counters().retransmits, 2u);
 }
 
+// The ACK timer runs only while a PSN sent awaits its acknowledgement: off once everything is
+// acknowledged (an idle QP costs its shard no clock read per poll), armed again by the next
+// packet sent, and still what ends a QP whose peer went away after that.
+TEST_F(Errors, AckTimerRunsOnlyWhileAPsnAwaitsItsAck) {
+  ConnectOptions o;
+  o.retry_cnt = 1;
+  o.timeout = 8;  // 1 ms
+  connect(o);
+  const CompState& timer = a->qp->impl()->comp;
+  EXPECT_EQ(timer.timer_tsc, 0u) << "nothing sent yet";
+  SendWr w = send_wr(WrOpcode::kWrite, *a, 0, 64, 1);  // a WRITE: no receive credit to wait for
+  w.remote_addr = reinterpret_cast<uint64_t>(b->buf.data());
+  w.rkey = b->mr.rkey;
+  ASSERT_TRUE(a->qp->post_send(w));  // the first also resolves B's address: both polled
+  std::vector<Completion> sc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(timer.timer_tsc, 0u) << "everything sent is acknowledged";
+
+  w.wr_id = 2;
+  ASSERT_TRUE(a->qp->post_send(w));
+  for (int i = 0; i < 100 && a->qp->impl()->counters.tx_packets < 2; i++) a->dev.poll();  // B not
+  ASSERT_EQ(a->qp->impl()->counters.tx_packets, 2u);
+  EXPECT_NE(timer.timer_tsc, 0u) << "a PSN awaits its ACK";
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  EXPECT_EQ(timer.timer_tsc, 0u) << "everything sent is acknowledged again";
+  EXPECT_EQ(a->qp->counters().timeouts, 0u);
+
+  ASSERT_TRUE(b->qp->modify(QpState::kReset, {}));  // the peer drops everything now
+  w.wr_id = 3;
+  ASSERT_TRUE(a->qp->post_send(w));
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  for (const Completion& c : sc) EXPECT_EQ(c.wr_id, uint64_t(&c - sc.data() + 1));
+  EXPECT_EQ(sc[0].status, WcStatus::kSuccess) << wc_status_name(sc[0].status);
+  EXPECT_EQ(sc[1].status, WcStatus::kSuccess) << wc_status_name(sc[1].status);
+  EXPECT_EQ(sc[2].status, WcStatus::kRetryExceeded) << wc_status_name(sc[2].status);
+  EXPECT_EQ(a->qp->counters().timeouts, 2u);  // the timer the third armed: retry_cnt + 1 times
+}
+
 TEST_F(Errors, SendLargerThanReceive) {
   connect();
   ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 1000, 5)));
@@ -134,7 +173,7 @@ TEST_F(Errors, BadLocalKeyFailsBeforeTheWire) {
   std::vector<Completion> sc;
   ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
   EXPECT_EQ(sc[0].status, WcStatus::kLocalProtection);
-  EXPECT_EQ(a->qp->counters().tx_packets, 0u);
+  EXPECT_EQ(a->qp->impl()->counters.tx_packets, 0u);
 }
 
 TEST_F(Errors, UnsignaledSuccessIsSilentErrorsAreNot) {
