@@ -103,7 +103,11 @@ Completion& new_completion(Qp::Impl& qp, Cq* cq) {
   // Completions are made only by the thread running the QP's shard (create_qp gives every QP
   // one before it can be used), so its batch is ours to add to.
   Completion& c = qp.shard.load(std::memory_order_relaxed)->stage_completion(cq->impl());
-  c = Completion{};
+  // Copied from a zero constant, not assigned `Completion{}`: after LTO, GCC (at the
+  // -march=corei7 DPDK asks for) made that assignment a `rep stosd`, which takes ~30 cycles
+  // to start on AMD, on every completion. The copy stays two 16-byte stores.
+  static constexpr Completion kNone{};
+  std::memcpy(&c, &kNone, sizeof c);
   return c;
 }
 
