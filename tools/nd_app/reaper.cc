@@ -90,7 +90,9 @@ size_t Reaper::reap(ND_RESULT** out, size_t n) {
       if (backoff_) backoff.idle();
       continue;
     }
-    // Arm, look once more (a result may have come before the arming), then sleep.
+    // Arm, then wait. A result that came before the arming completes the Notify at once (ndnic's
+    // Notify looks at the CQ after arming it), so no second look at the CQ goes first: run to
+    // completion, that look was one more engine iteration in every wait's half round trip.
     if (!armed_) {
       const HRESULT hr = cq_->Notify(ND_CQ_NOTIFY_ANY, &notify_ov_);
       if (hr != ND_PENDING) {
@@ -98,7 +100,6 @@ size_t Reaper::reap(ND_RESULT** out, size_t n) {
         return 0;
       }
       armed_ = true;
-      continue;
     }
     const Clock::time_point now = coarse_now();
     if (give_up(&deadline, now)) return 0;
