@@ -173,7 +173,7 @@ TEST_F(Errors, BadLocalKeyFailsBeforeTheWire) {
   std::vector<Completion> sc;
   ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
   EXPECT_EQ(sc[0].status, WcStatus::kLocalProtection);
-  EXPECT_EQ(a->qp->impl()->counters.tx_packets, 0u);
+  EXPECT_EQ(a->qp->counters().tx_packets, 0u);
 }
 
 TEST_F(Errors, UnsignaledSuccessIsSilentErrorsAreNot) {
