@@ -9,8 +9,6 @@
 #include <cmath>
 #include <cstring>
 
-#include <rte_cycles.h>
-
 #include "nic/engine.h"
 #include "nic/payload_copy.h"
 #include "nic/sge_walk.h"
@@ -37,23 +35,14 @@ double rnr_timer_us(uint8_t code) {
   return kUs[code & 0x1f];
 }
 
-/// The TSC, read at the first call and then kept: a response that moves no timer reads no
-/// clock (a read is ~10 ns in a VM, on the path of every ping-pong's ACK).
-class LazyTsc {
- public:
-  uint64_t operator()() { return tsc_ ? tsc_ : (tsc_ = rte_rdtsc()); }
-
- private:
-  uint64_t tsc_ = 0;
-};
+/// Whether a PSN sent still awaits its acknowledgement (sent_psn is one past the highest sent).
+bool awaits_ack(const CompState& c) { return c.sent_any && psn_diff(c.sent_psn, c.psn) > 0; }
 
 /// The retransmission timer once acknowledgements moved comp.psn: restarted while a PSN sent
 /// still awaits one, off when none does, so that a QP with nothing in flight costs its shard
 /// no clock read per poll (the requester arms it again with the next packet it sends).
 void restart_timer(Qp::Impl& qp, LazyTsc& now) {
-  const CompState& c = qp.comp;
-  const bool awaited = c.sent_any && psn_diff(c.sent_psn, c.psn) > 0;
-  qp.comp.timer_tsc = qp.timeout_tsc && awaited ? now() + qp.timeout_tsc : 0;
+  qp.comp.timer_tsc = qp.timeout_tsc && awaits_ack(qp.comp) ? now() + qp.timeout_tsc : 0;
 }
 
 /// Go back to `psn`. Every out-of-order response behind one loss asks for the same go-back;
@@ -349,8 +338,10 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
   }
 }
 
-void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now) {
+void completer_timers(Shard& s, Qp::Impl& qp, LazyTsc& tsc) {
   CompState& c = qp.comp;
+  if (!c.timer_tsc && !c.rnr_tsc) return;  // neither armed: no clock to read
+  const uint64_t now = tsc();
   if (c.rnr_tsc && now >= c.rnr_tsc) {
     c.rnr_tsc = 0;
     c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;
@@ -359,7 +350,7 @@ void completer_timers(Shard& s, Qp::Impl& qp, uint64_t now) {
   ReqState& r = qp.req;
   // Against the highest PSN sent, not the next to send: after a go-back the PSNs between
   // them are still unacknowledged.
-  if (r.head == r.tail || !c.sent_any || psn_diff(c.sent_psn, c.psn) <= 0) {  // no PSN awaits an acknowledgement
+  if (r.head == r.tail || !awaits_ack(c)) {
     c.timer_tsc = 0;
     return;
   }

@@ -2,7 +2,6 @@
 // responder and completer, the requester and READ replies of every QP, timers, one TX flush.
 #include <algorithm>
 
-#include <rte_cycles.h>
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
@@ -300,20 +299,14 @@ unsigned Shard::poll_once() {
   }
   send_due_acks();
 
-  // The clock only where a timer runs: with nothing in flight none does (restart_timer), and
-  // a read (~10 ns in a VM, a third of an idle poll) would come before every reply a
-  // ping-pong sends.
-  uint64_t now = 0;
+  LazyTsc now;  // read once, by the first QP with a timer armed (completer_timers)
   for (Qp::Impl* qp : qps) {
     if (qp->state.load(std::memory_order_relaxed) == QpState::kReset) continue;
     if (qp->caps.type == QpType::kUd) {  // no timers, no READ replies
       work += ud_requester_run(*this, *qp);
       continue;
     }
-    if (qp->comp.timer_tsc | qp->comp.rnr_tsc) {
-      if (!now) now = rte_rdtsc();
-      completer_timers(*this, *qp, now);
-    }
+    completer_timers(*this, *qp, now);
     work += requester_run(*this, *qp);
     work += responder_run(*this, *qp);
     if (qp->cq_overrun) {  // a lost completion: the QP cannot go on as if nothing happened
