@@ -342,6 +342,7 @@ void completer_timers(Shard& s, Qp::Impl& qp, LazyTsc& tsc) {
   CompState& c = qp.comp;
   if (!c.timer_tsc && !c.rnr_tsc) return;  // neither armed: no clock to read
   const uint64_t now = tsc();
+  if (c.timer_tsc == kArmAtNextLook) c.timer_tsc = now + qp.timeout_tsc;
   if (c.rnr_tsc && now >= c.rnr_tsc) {
     c.rnr_tsc = 0;
     c.timer_tsc = qp.timeout_tsc ? now + qp.timeout_tsc : 0;

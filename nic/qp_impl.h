@@ -81,11 +81,17 @@ struct ReqState {
   uint16_t noack_pkts = 0;    ///< packets since the last AckReq
 };
 
+/// CompState::timer_tsc of a timer the requester armed: its deadline is set at the next look
+/// at the timers. The clock read then comes after the packet's flush, not before it (one read,
+/// ~10 ns here, off each ping-pong's half round trip); the deadline moves later by at most that
+/// one iteration, and a retransmission timer is only a lower bound.
+constexpr uint64_t kArmAtNextLook = UINT64_MAX;
+
 struct CompState {
   uint32_t psn = 0;           ///< oldest PSN not yet acknowledged
   uint8_t retry_left = 7;
   uint8_t rnr_retry_left = 7;
-  uint64_t timer_tsc = 0;     ///< retransmission deadline; 0 = not armed
+  uint64_t timer_tsc = 0;     ///< retransmission deadline; 0 = not armed, kArmAtNextLook
   uint64_t rnr_tsc = 0;       ///< RNR wait deadline; 0 = not waiting
   bool retry_pending = false; ///< go back to `retry_psn` before sending anything new
   uint32_t retry_psn = 0;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <rte_cycles.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
@@ -331,7 +330,7 @@ unsigned requester_run(Shard& s, Qp::Impl& qp) {
       w.state = WqeState::kSent;
       r.next++;
     }
-    if (!qp.comp.timer_tsc && qp.timeout_tsc) qp.comp.timer_tsc = rte_rdtsc() + qp.timeout_tsc;
+    if (!qp.comp.timer_tsc && qp.timeout_tsc) qp.comp.timer_tsc = kArmAtNextLook;
   }
   advance_completions(s, qp);
   return sent;

@@ -136,6 +136,9 @@ TEST_F(Errors, AckTimerRunsOnlyWhileAPsnAwaitsItsAck) {
   ASSERT_TRUE(a->qp->post_send(w));
   for (int i = 0; i < 100 && a->qp->impl()->counters.tx_packets < 2; i++) a->dev.poll();  // B not
   ASSERT_EQ(a->qp->impl()->counters.tx_packets, 2u);
+  EXPECT_EQ(timer.timer_tsc, kArmAtNextLook) << "armed; the clock is read after the flush";
+  a->dev.poll();
+  EXPECT_NE(timer.timer_tsc, kArmAtNextLook) << "the next look at the timers set the deadline";
   EXPECT_NE(timer.timer_tsc, 0u) << "a PSN awaits its ACK";
   ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
   EXPECT_EQ(timer.timer_tsc, 0u) << "everything sent is acknowledged again";
