@@ -107,11 +107,12 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   }
   // Run to completion: a request to an idle QP leaves now, not at the next look at a CQ. One
   // behind others waits for that look, which then sends them as one burst (a whole engine
-  // iteration per post halved the message rate).
+  // iteration per post halved the message rate). Only the requester runs: what arrived waits
+  // for that look too.
   const bool idle = adapter_->app_driven() && qp_->send_ring_empty();
   if (!qp_->post_send(wr)) return ND_NO_MORE_ENTRIES;
   sends_posted_++;
-  if (idle) adapter_->progress();
+  if (idle) qp_->send_now();
   return ND_SUCCESS;
 }
 

@@ -515,6 +515,15 @@ bool Qp::commit_send_slots(unsigned n) {
 
 bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
 
+unsigned Qp::send_now() {
+  Shard* s = impl_->shard.load(std::memory_order_acquire);
+  DeviceImpl& d = *s->dev;
+  if (d.worker_lcores || !d.try_drive()) return 0;
+  const unsigned work = s->send_now(*impl_);
+  d.stop_driving();
+  return work;
+}
+
 bool Qp::post_recv(const RecvWr& wr) { return post_recv_burst(&wr, 1); }
 
 bool Qp::post_recv_burst(const RecvWr* wrs, unsigned n) {

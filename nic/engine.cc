@@ -320,4 +320,14 @@ unsigned Shard::poll_once() {
   return work;
 }
 
+unsigned Shard::send_now(Qp::Impl& qp) {
+  if (qp.state.load(std::memory_order_relaxed) == QpState::kReset) return 0;
+  const unsigned work = qp.caps.type == QpType::kUd ? ud_requester_run(*this, qp) : requester_run(*this, qp);
+  flush_completions();  // a request that failed before the wire completes at once
+  flush_tx();
+  // Regions it read may be deregistered once a grace period ends, as after poll_once.
+  if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
+  return work;
+}
+
 }  // namespace ndnic::nic

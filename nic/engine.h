@@ -104,6 +104,11 @@ struct Shard {
 
   /// One iteration: receive and process a burst, drain rings, send, run timers.
   unsigned poll_once();
+  /// The requester's part of an iteration, for `qp` alone: what was posted to it leaves now.
+  /// Run to completion, a post to an idle QP calls this rather than poll_once: the receive
+  /// path's look at an empty port, the control ring and the other QPs wait for the next full
+  /// iteration, which the application's next look at a CQ runs anyway.
+  unsigned send_now(Qp::Impl& qp);
   /// An empty mbuf for a frame this shard builds, or nullptr when the pool is empty. Taken from
   /// the pool kFreshMbufs at a time, each asked into the cache a few frames before its turn.
   rte_mbuf* new_frame();

@@ -307,6 +307,11 @@ class Qp {
   bool post_recv_burst(const RecvWr* wrs, unsigned n);
   /// Nothing posted waits for the engine to fetch it.
   bool send_ring_empty() const;
+  /// Run-to-completion: sends what was posted to this QP now, on the calling thread (the
+  /// requester's part of an engine iteration, for this QP only; nothing is received). Returns
+  /// the packets and requests it processed: 0 where worker lcores run the engine, or where
+  /// another thread is driving it (that thread sends them).
+  unsigned send_now();
   /// Transport counters of this QP (exact once its lcore is quiet).
   using Counters = QpCounters;
   Counters counters() const;

@@ -238,6 +238,45 @@ TEST_P(LongMessages, OneMebibyteSendWriteRead) {
   EXPECT_EQ(big_a, back);
 }
 
+// Run to completion, a post to an idle QP sends through Qp::send_now: the request leaves in
+// that call, and nothing is received in it (what arrived waits for the next full iteration).
+TEST_F(TwoNodes, SendNowSendsAndLeavesWhatArrivedForThePoll) {
+  connect();
+  ASSERT_TRUE(a->qp->post_recv(recv_wr(*a, 0, 64, 10)));
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 64, 20)));
+  // A first exchange resolves both addresses, with both devices polled.
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, 8, 1)));
+  std::vector<Completion> sc, rc;
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  ASSERT_TRUE(run_until([&] { return b->qp->counters().tx_packets == 1; }));  // B's ACK
+
+  // B sends to A; A sends before it polls.
+  ASSERT_TRUE(b->qp->post_send(send_wr(WrOpcode::kSend, *b, 64, 16, 2)));
+  EXPECT_EQ(b->qp->send_now(), 1u) << "the requester took one request and sent one packet";
+  EXPECT_EQ(b->qp->counters().tx_packets, 2u);
+  const Qp::Counters before = a->qp->counters();
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 64, 64, 21)));
+  ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 128, 24, 3)));
+  EXPECT_GT(a->qp->send_now(), 0u);
+  EXPECT_EQ(a->qp->counters().tx_packets, before.tx_packets + 1) << "the SEND left in send_now";
+  EXPECT_EQ(a->qp->counters().rx_packets, before.rx_packets) << "B's SEND waits for a poll";
+  Completion c;
+  EXPECT_EQ(a->rcq->poll(&c, 1), 0u);
+  EXPECT_EQ(a->qp->send_now(), 0u) << "nothing left to send";
+
+  // The poll takes B's SEND; B receives A's.
+  ASSERT_TRUE(wait_cq(a->rcq, 1, &rc));
+  EXPECT_EQ(rc.back().wr_id, 10u);  // A's first receive
+  EXPECT_EQ(rc.back().byte_len, 16u);
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(rc.back().wr_id, 21u);
+  EXPECT_EQ(rc.back().byte_len, 24u);
+  ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
+  ASSERT_TRUE(wait_cq(b->scq, 1, &sc));
+  for (const Completion& x : sc) EXPECT_EQ(x.status, WcStatus::kSuccess) << wc_status_name(x.status);
+}
+
 INSTANTIATE_TEST_SUITE_P(Faults, LongMessages, ::testing::Values(0.0, 0.01));
 
 }  // namespace
