@@ -60,7 +60,7 @@ void NdEndpoint::SubmitRequestBatch() {
   const size_t n = nbatch_;
   nbatch_ = batch_slots_ = 0;
   if (qp_->commit_send_slots(unsigned(n))) sends_posted_ += n;
-  if (n != 0) adapter_->progress();
+  if (n != 0 && adapter_->app_driven()) qp_->send_now();  // as post() does
 }
 
 HRESULT NdEndpoint::fill_sgl(nic::Sge* out, const ND_SGE* sgl, SIZE_T n, SIZE_T max_sge, bool* too_long) {
