@@ -44,6 +44,13 @@ uint32_t crc32_table(uint32_t crc, const void* data, size_t len) {
   return ~c;
 }
 
+uint32_t crc32_4(uint32_t crc, const uint8_t* p) {
+  uint32_t w;
+  std::memcpy(&w, p, 4);
+  w ^= ~crc;
+  return ~(kTables[3][w & 0xff] ^ kTables[2][(w >> 8) & 0xff] ^ kTables[1][(w >> 16) & 0xff] ^ kTables[0][w >> 24]);
+}
+
 uint32_t icrc_begin(const uint8_t* l3, bool ipv6) {
   // Masked copy of IP + UDP + BTH; the largest case is IPv4 with 40 bytes of options.
   uint8_t buf[8 + 60 + kUdpHdrLen + kBthLen];

@@ -25,6 +25,10 @@ inline uint32_t crc32(uint32_t crc, const void* data, size_t len) {
 /// where the CPU lacks carry-less multiply.
 uint32_t crc32_table(uint32_t crc, const void* data, size_t len);
 
+/// crc32() of the 4 bytes at `p`, as four table lookups: an ACK's AETH, where the dispatch and
+/// the byte loop of the general path cost several times the CRC itself.
+uint32_t crc32_4(uint32_t crc, const uint8_t* p);
+
 /// True when crc32() uses carry-less multiply (PCLMULQDQ or VPCLMULQDQ) for large inputs.
 bool crc32_uses_clmul();
 

@@ -102,6 +102,15 @@ TEST(Crc32, EveryLengthAndAlignmentMatchesZlib) {
   }
 }
 
+TEST(Crc32, FourBytesMatchZlib) {
+  const auto buf = random_bytes(4 * 1000, 4);
+  std::mt19937 rng(5);
+  for (size_t i = 0; i < buf.size(); i += 4) {
+    const uint32_t seed = i == 0 ? 0 : uint32_t(rng());
+    ASSERT_EQ(crc32_4(seed, buf.data() + i), zlib_crc(seed, buf.data() + i, 4)) << "at " << i;
+  }
+}
+
 TEST(Crc32, ChainedAtRandomSplitsMatchesZlib) {
   const auto buf = random_bytes(kMaxLen * 4, 2);
   std::mt19937 rng(3);
