@@ -100,25 +100,30 @@ rte_mbuf* frame_for(Shard& s, size_t room) {
   return m;
 }
 
+/// Makes the QP's header template again from what it is made of (a new peer address, MAC or
+/// port): out of line, so that the check every packet makes stays small and inlined.
+[[gnu::noinline]] void rebuild_tx_headers(const glue::Port& port, Qp::Impl& qp, const Qp::Impl::TxFlow& now) {
+  wire::RocePacket flow;
+  std::memcpy(flow.eth.dst, qp.dest_mac.addr_bytes, 6);
+  std::memcpy(flow.eth.src, port.mac().addr_bytes, 6);
+  flow.ip4.src = port.ipv4();
+  flow.ip4.dst = qp.attr.dest_ipv4;
+  flow.udp.src_port = qp.udp_sport;
+  flow.bth.dest_qp = qp.attr.remote_qpn;
+  qp.tx_headers.build(flow);
+  qp.tx_flow = now;
+}
+
 /// The QP's header template (wire/header_template.h), made again whenever what it was made
 /// from changed; compared from where those values live.
-const wire::HeaderTemplate& tx_headers(const Shard& s, Qp::Impl& qp) {
+[[gnu::always_inline]] inline const wire::HeaderTemplate& tx_headers(const Shard& s, Qp::Impl& qp) {
   const glue::Port& port = *s.port;
-  Qp::Impl::TxFlow& f = qp.tx_flow;
+  const Qp::Impl::TxFlow& f = qp.tx_flow;
   const uint64_t dst = mac_bits(qp.dest_mac) | uint64_t(qp.udp_sport) << 48;
   const uint64_t src = mac_bits(port.mac());
   const uint64_t ips = uint64_t(port.ipv4()) << 32 | qp.attr.dest_ipv4;
-  if (!f.built || f.dst != dst || f.src != src || f.ips != ips || f.remote_qpn != qp.attr.remote_qpn) {
-    wire::RocePacket flow;
-    std::memcpy(flow.eth.dst, qp.dest_mac.addr_bytes, 6);
-    std::memcpy(flow.eth.src, port.mac().addr_bytes, 6);
-    flow.ip4.src = port.ipv4();
-    flow.ip4.dst = qp.attr.dest_ipv4;
-    flow.udp.src_port = qp.udp_sport;
-    flow.bth.dest_qp = qp.attr.remote_qpn;
-    qp.tx_headers.build(flow);
-    f = {dst, src, ips, qp.attr.remote_qpn, true};
-  }
+  if (!f.built || f.dst != dst || f.src != src || f.ips != ips || f.remote_qpn != qp.attr.remote_qpn)
+    rebuild_tx_headers(port, qp, {dst, src, ips, qp.attr.remote_qpn, true});
   return qp.tx_headers;
 }
 
