@@ -133,7 +133,8 @@ class Device {
   /// that finds another thread driving returns 0 at once (that thread does the work).
   unsigned progress();
   /// True when no worker lcore runs the engine: the application's threads drive it through
-  /// progress() (the ND frontend does in GetResults, in its waits and after each post).
+  /// progress() (the ND frontend does in GetResults and in its waits; a post to an idle QP
+  /// runs Qp::send_now).
   bool app_driven() const;
   /// Shards the engine runs (one per worker lcore; QpCaps::shard picks among them).
   unsigned shards() const;
