@@ -270,8 +270,11 @@ void rewind(Qp::Impl& qp) {
 }  // namespace
 
 bool requester_ready(Shard& s, Qp::Impl& qp) {
-  requester_fetch(s, qp);
   const QpState st = qp.state.load(std::memory_order_relaxed);
+  // Nothing posted and nothing in the SQ: no ring operation (most polls of a QP that only
+  // receives, and every poll of QP1). ERROR goes on: its flush also completes the receives.
+  if (st != QpState::kError && qp.req.head == qp.req.tail && rte_ring_empty(qp.send_ring)) return false;
+  requester_fetch(s, qp);
   if (st == QpState::kError) qp_flush(s, qp);  // posts to a QP in ERROR complete as flushed
   return st == QpState::kRts;
 }

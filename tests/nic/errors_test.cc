@@ -35,6 +35,11 @@ TEST_F(Errors, RemoteAccessErrorMovesBothQpsToErrorAndFlushes) {
   ASSERT_TRUE(a->qp->post_send(after));
   ASSERT_TRUE(wait_cq(a->scq, 1, &sc));
   EXPECT_EQ(sc[2].status, WcStatus::kWrFlushed);
+  // A receive too, on a QP with nothing to send (its requester has no work, its flush does).
+  ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, 64, 8)));
+  ASSERT_TRUE(wait_cq(b->rcq, 1, &rc));
+  EXPECT_EQ(rc[1].status, WcStatus::kWrFlushed);
+  EXPECT_EQ(rc[1].wr_id, 8u);
 }
 
 TEST_F(Errors, OutOfRangeAndMissingRights) {
