@@ -228,10 +228,7 @@ unsigned Device::poll() { return progress(); }
 
 unsigned Device::progress() {
   DeviceImpl& d = *impl_;
-  if (d.worker_lcores || !d.try_drive()) return 0;
-  const unsigned work = d.drive_once();
-  d.stop_driving();
-  return work;
+  return d.drive_if_free([&] { return d.drive_once(); });
 }
 
 bool Device::app_driven() const { return impl_ && !impl_->worker_lcores; }
@@ -517,11 +514,7 @@ bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
 
 unsigned Qp::send_now() {
   Shard* s = impl_->shard.load(std::memory_order_acquire);
-  DeviceImpl& d = *s->dev;
-  if (d.worker_lcores || !d.try_drive()) return 0;
-  const unsigned work = s->send_now(*impl_);
-  d.stop_driving();
-  return work;
+  return s->dev->drive_if_free([&] { return s->send_now(*impl_); });
 }
 
 bool Qp::post_recv(const RecvWr& wr) { return post_recv_burst(&wr, 1); }

@@ -314,20 +314,22 @@ unsigned Shard::poll_once() {
       if (qp->state.load(std::memory_order_relaxed) != QpState::kError) qp_to_error(*this, *qp);
     }
   }
-  flush_completions();
-  flush_tx();
-  if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
+  end_iteration();
   return work;
 }
 
 unsigned Shard::send_now(Qp::Impl& qp) {
   if (qp.state.load(std::memory_order_relaxed) == QpState::kReset) return 0;
   const unsigned work = qp.caps.type == QpType::kUd ? ud_requester_run(*this, qp) : requester_run(*this, qp);
-  flush_completions();  // a request that failed before the wire completes at once
-  flush_tx();
-  // Regions it read may be deregistered once a grace period ends, as after poll_once.
-  if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
+  end_iteration();  // a request that failed before the wire completes at once
   return work;
+}
+
+void Shard::end_iteration() {
+  flush_completions();
+  flush_tx();
+  // Regions read in the iteration may be deregistered once a grace period ends.
+  if (dev->qsbr) rte_rcu_qsbr_quiescent(dev->qsbr, index);
 }
 
 }  // namespace ndnic::nic

@@ -109,6 +109,9 @@ struct Shard {
   /// path's look at an empty port, the control ring and the other QPs wait for the next full
   /// iteration, which the application's next look at a CQ runs anyway.
   unsigned send_now(Qp::Impl& qp);
+  /// What ends poll_once and send_now: completions published, frames handed to the port, the
+  /// shard quiescent.
+  void end_iteration();
   /// An empty mbuf for a frame this shard builds, or nullptr when the pool is empty. Taken from
   /// the pool kFreshMbufs at a time, each asked into the cache a few frames before its turn.
   rte_mbuf* new_frame();
@@ -176,6 +179,15 @@ struct DeviceImpl {
   /// One iteration of every shard, as the driving thread: each reports a quiescent state at
   /// its end, so a deregistration on another thread waits for the iteration, as for a worker.
   unsigned drive_once();
+  /// Runs step() as the driving thread; 0 without running it where worker lcores run the engine
+  /// or another thread is driving (that thread does the work).
+  template <class Step>
+  unsigned drive_if_free(Step&& step) {
+    if (worker_lcores || !try_drive()) return 0;
+    const unsigned work = step();
+    stop_driving();
+    return work;
+  }
   /// GracePeriod's help for app-driven devices: where no thread is driving, reports every
   /// shard quiescent (none can be inside an iteration while the driving flag is held here).
   static void quiesce_idle(void* self);

@@ -66,6 +66,14 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   return true;
 }
 
+/// A built frame of `total` bytes (its segments' lengths set): counted, then queued.
+void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
+  m->pkt_len = uint32_t(total);
+  qp.counters.tx_packets++;
+  qp.counters.tx_bytes += total;
+  s.send(m);
+}
+
 /// The rest of a frame whose headers are at [d, o) and whose ICRC state after them is `crc`:
 /// each payload piece CRC'd while it is copied in (one read of the application's bytes), or
 /// attached where it lies (attach_payload); the pad, the ICRC; then it is queued.
@@ -84,10 +92,7 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
     write_trailer(o, crc, pad);
     m->data_len = uint16_t(total);
   }
-  m->pkt_len = uint32_t(total);
-  qp.counters.tx_packets++;
-  qp.counters.tx_bytes += total;
-  s.send(m);
+  queue_frame(s, qp, m, total);
 }
 
 /// An empty mbuf with room for `room` bytes, or nullptr.
@@ -190,10 +195,7 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
   crc = wire::crc32_4(crc, aeth);
   std::memcpy(aeth + wire::kAethLen, &crc, 4);  // little-endian on the wire, as on x86
   m->data_len = uint16_t(kAckFrameLen);
-  m->pkt_len = uint32_t(kAckFrameLen);
-  qp.counters.tx_packets++;
-  qp.counters.tx_bytes += kAckFrameLen;
-  s.send(m);
+  queue_frame(s, qp, m, kAckFrameLen);
 }
 
 }  // namespace
