@@ -273,6 +273,10 @@ void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g);
 /// false when a check fails.
 bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, uint32_t len,
                               Gather* g);
+/// One READ response packet (`opcode` one of the four), written from the QP's template
+/// without a RocePacket: the responder's READ stage was ~530 instructions per response through
+/// send_packet. Its AETH (first, last, only) is an unlimited ACK with `msn`.
+bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, uint32_t msn, const Gather& g);
 /// An ACK, NAK or RNR NAK for `psn`, now (after the QP's pending coalesced ACK).
 void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn);
 /// ACKNOWLEDGE coalesced: `psn` is acknowledged at the end of the RX burst, with later ones.

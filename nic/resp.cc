@@ -431,20 +431,16 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
         fatal_nak(s, qp, kNakRemoteAccess, res.psn, WcStatus::kRemoteAccess);
         return sent;
       }
-      wire::RocePacket p;
-      p.bth.opcode = first && last ? wire::kRcReadResponseOnly
-                     : first       ? wire::kRcReadResponseFirst
-                     : last        ? wire::kRcReadResponseLast
-                                   : wire::kRcReadResponseMiddle;
-      p.bth.psn = res.psn;
-      p.aeth.syndrome = kAckUnlimited;
-      p.aeth.msn = res.msn & wire::kPsnMask;
+      const uint8_t opcode = first && last ? wire::kRcReadResponseOnly
+                             : first       ? wire::kRcReadResponseFirst
+                             : last        ? wire::kRcReadResponseLast
+                                           : wire::kRcReadResponseMiddle;
       Gather g;
       g.n = len ? 1 : 0;
       g.ptr[0] = m.host;
       g.len[0] = len;
       g.total = len;
-      if (!send_packet(s, qp, p, &g)) return sent;
+      if (!send_read_response(s, qp, opcode, res.psn, res.msn, g)) return sent;
       sent++;
       res.offset += len;
       res.psn = psn_add(res.psn, 1);

@@ -200,6 +200,27 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
 
 }  // namespace
 
+bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, uint32_t msn, const Gather& g) {
+  const wire::HeaderTemplate& headers = tx_headers(s, qp);
+  const bool aeth = opcode != wire::kRcReadResponseMiddle;
+  const uint8_t pad = wire::pad_for(g.total);
+  const auto udp_len = uint16_t(wire::kUdpHdrLen + wire::kBthLen + (aeth ? wire::kAethLen : 0) + g.total + pad +
+                                wire::kIcrcLen);
+  const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
+  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
+  if (!m) return false;
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  uint32_t crc = headers.write(d, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, s.ip_id++, udp_len);
+  uint8_t* o = d + wire::kTemplateLen;
+  if (aeth) {
+    wire::store_be32(o, uint32_t(kAckUnlimited) << 24 | (msn & wire::kPsnMask));
+    crc = wire::crc32_4(crc, o);
+    o += wire::kAethLen;
+  }
+  finish_frame(s, qp, m, o, crc, &g, pad, total);
+  return true;
+}
+
 void send_pending_ack(Shard& s, Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (!r.ack_pending) return;
