@@ -24,7 +24,7 @@ void Shard::process_frame(rte_mbuf* m) {
   // A port that verified the IPv4 header checksum saves us the sum.
   opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);
   opt.defer_payload_icrc = true;  // SEND and READ payloads: checked as they are copied out
-  opt.prefixes = &rx_prefixes;
+  opt.flows = &rx_flows;
   if (m->nb_segs > 1 && !(m = take_chain(m, pkt, opt))) return;
   if (wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
       recv_packet(*this, pkt, m))

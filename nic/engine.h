@@ -14,6 +14,7 @@
 #include "nic/fault.h"
 #include "nic/memory.h"
 #include "nic/qp_impl.h"
+#include "wire/rx_flow_cache.h"
 #include "ndnic/wire/packet.h"
 
 struct rte_mbuf;
@@ -92,7 +93,7 @@ struct Shard {
   uint32_t zero_copy_min = 0;              ///< payloads sent where they lie from here on; 0: never
   Device::ShardLoad load;                  ///< worker lcores: how busy the loop is
   CqBatch cq_batch[kCqBatches];
-  wire::IcrcPrefixCache rx_prefixes;       ///< the ICRC prefixes of the flows we receive
+  wire::RxFlowCache rx_flows;              ///< the flows we receive: ICRC prefixes, known headers
 
   /// A slot for a completion of one of our QPs for `cq`, behind the ones staged before it: the
   /// caller fills it in place (a completion built elsewhere and copied in was read back while

@@ -3,6 +3,7 @@
 
 #include "wire/icrc.h"
 #include "wire/icrc_prefix.h"
+#include "wire/rx_flow_cache.h"
 #include "ndnic/wire/packet.h"
 
 namespace ndnic::wire {
@@ -70,6 +71,76 @@ void decode_ext_headers(const uint8_t* p, uint8_t ext, RocePacket* out) {
     p += kImmDtLen;
   }
   if (ext & kHdrIeth) out->ieth_rkey = load_be32(p);
+}
+
+/// Decode's transport part: the BTH on, for a frame whose network headers (at l3, UDP length
+/// `udp_len`, flow fields in `flow`) passed. `known`: the frame's flow, already known, whose
+/// ICRC prefix it takes (nullptr: opt.flows or icrc_begin).
+template <bool split>
+[[gnu::always_inline]] inline Reject decode_transport(const FramePieces& fp, const uint8_t* hend, const uint8_t* l3,
+                                                      const uint8_t* ib, size_t udp_len, IcrcFlow& flow,
+                                                      const RxFlow* known, RocePacket* out, const DecodeOptions& opt) {
+  const size_t ib_len = udp_len - kUdpHdrLen;
+  if (ib_len < kBthLen + kIcrcLen || (split && size_t(hend - ib) < kBthLen)) return Reject::kTruncatedBth;
+  auto& bth = out->bth;
+  bth.opcode = ib[0];
+  bth.se = ib[1] & 0x80;
+  bth.mig = ib[1] & 0x40;
+  bth.pad = (ib[1] >> 4) & 3;
+  bth.tver = ib[1] & 0x0f;
+  bth.pkey = flow.pkey = load_be16(ib + 2);
+  bth.dest_qp = flow.dest_qp = load_be24(ib + 5);
+  uint32_t apsn = load_be32(ib + 8);
+  bth.ack_req = apsn >> 31;
+  bth.psn = apsn & kPsnMask;
+  if (bth.tver != 0) return Reject::kBadTransportVersion;
+  const OpcodeInfo& info = opcode_info(bth.opcode);
+  if (!info.name) return Reject::kUnknownOpcode;
+  if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
+  // In one piece, the declared lengths keep every header inside the frame; in pieces, the
+  // head must end where the payload begins.
+  if (split && size_t(hend - ib) != kBthLen + info.ext_len) return Reject::kHeaderLengthMismatch;
+  const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
+  if (!info.has_payload) {
+    if (bth.pad != 0) return Reject::kPadLengthMismatch;
+    if (body != 0) return Reject::kPayloadLengthMismatch;
+  } else if (body % 4 != 0 || bth.pad > body ||
+             (bth.pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
+    return Reject::kPadLengthMismatch;
+  }
+  if (split && fp.payload_len != body - bth.pad) return Reject::kPayloadLengthMismatch;
+  if (split && fp.trailer_len != size_t(bth.pad) + kIcrcLen) return Reject::kPadLengthMismatch;
+  decode_ext_headers(ib + kBthLen, info.ext, out);
+  out->payload = split ? fp.payload : ib + kBthLen + info.ext_len;
+  out->payload_len = uint32_t(body - bth.pad);
+  out->trailer = split ? fp.trailer : out->payload + out->payload_len;
+  // The ICRC ends the frame: for a large one a line no one has asked for yet, which the copy
+  // or CRC streaming through the payload brings in anyway. Read where it is needed, after
+  // that; read here first, it stalled the receive of every 1 KiB+ frame on its own miss.
+  const uint8_t* icrc_at = out->trailer + bth.pad;
+  out->icrc_pending = false;
+  if (!opt.check_icrc && !opt.defer_payload_icrc) {
+    out->icrc = load_le32(icrc_at);
+    return Reject::kOk;
+  }
+  // From the fields as they are on the wire (the AckReq word's reserved bits included).
+  const uint32_t prefix =
+      known     ? known->prefix.crc(load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
+      : opt.flows && IcrcPrefix::applies_to(*out)
+          ? opt.flows->crc(flow, load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
+          : icrc_begin(l3, out->ipv6);
+  if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
+    out->icrc = 0;  // icrc_finish reads it from the frame
+    out->icrc_pending = true;
+    out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);
+    return Reject::kOk;
+  }
+  const uint32_t crc =
+      split ? crc32(crc32(crc32(prefix, ib + kBthLen, info.ext_len), out->payload, out->payload_len),
+                    out->trailer, bth.pad)
+            : crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen);
+  out->icrc = load_le32(icrc_at);
+  return crc == out->icrc ? Reject::kOk : Reject::kIcrcMismatch;
 }
 
 /// Headers are read from the head only; the lengths they declare are checked against the whole
@@ -157,67 +228,41 @@ template <bool split>
   out->udp.checksum = load_be16(l4 + 6);
   if (out->udp.dst_port != kRoceV2Port) return Reject::kNotRoceV2Port;
 
-  const uint8_t* ib = l4 + kUdpHdrLen;
-  const size_t ib_len = udp_len - kUdpHdrLen;
-  if (ib_len < kBthLen + kIcrcLen || (split && size_t(hend - ib) < kBthLen)) return Reject::kTruncatedBth;
-  auto& bth = out->bth;
-  bth.opcode = ib[0];
-  bth.se = ib[1] & 0x80;
-  bth.mig = ib[1] & 0x40;
-  bth.pad = (ib[1] >> 4) & 3;
-  bth.tver = ib[1] & 0x0f;
-  bth.pkey = flow.pkey = load_be16(ib + 2);
-  bth.dest_qp = flow.dest_qp = load_be24(ib + 5);
-  uint32_t apsn = load_be32(ib + 8);
-  bth.ack_req = apsn >> 31;
-  bth.psn = apsn & kPsnMask;
-  if (bth.tver != 0) return Reject::kBadTransportVersion;
-  const OpcodeInfo& info = opcode_info(bth.opcode);
-  if (!info.name) return Reject::kUnknownOpcode;
-  if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
-  // In one piece, the declared lengths keep every header inside the frame; in pieces, the
-  // head must end where the payload begins.
-  if (split && size_t(hend - ib) != kBthLen + info.ext_len) return Reject::kHeaderLengthMismatch;
-  const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
-  if (!info.has_payload) {
-    if (bth.pad != 0) return Reject::kPadLengthMismatch;
-    if (body != 0) return Reject::kPayloadLengthMismatch;
-  } else if (body % 4 != 0 || bth.pad > body ||
-             (bth.pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
-    return Reject::kPadLengthMismatch;
-  }
-  if (split && fp.payload_len != body - bth.pad) return Reject::kPayloadLengthMismatch;
-  if (split && fp.trailer_len != size_t(bth.pad) + kIcrcLen) return Reject::kPadLengthMismatch;
-  decode_ext_headers(ib + kBthLen, info.ext, out);
-  out->payload = split ? fp.payload : ib + kBthLen + info.ext_len;
-  out->payload_len = uint32_t(body - bth.pad);
-  out->trailer = split ? fp.trailer : out->payload + out->payload_len;
-  // The ICRC ends the frame: for a large one a line no one has asked for yet, which the copy
-  // or CRC streaming through the payload brings in anyway. Read where it is needed, after
-  // that; read here first, it stalled the receive of every 1 KiB+ frame on its own miss.
-  const uint8_t* icrc_at = out->trailer + bth.pad;
-  out->icrc_pending = false;
-  if (!opt.check_icrc && !opt.defer_payload_icrc) {
-    out->icrc = load_le32(icrc_at);
-    return Reject::kOk;
-  }
-  // From the fields as they are on the wire (the AckReq word's reserved bits included).
-  const uint32_t prefix = opt.prefixes && IcrcPrefix::applies_to(*out)
-                              ? opt.prefixes->crc(flow, load_be16(l3 + 2), out->ip4.id,
-                                                  uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
-                              : icrc_begin(l3, out->ipv6);
-  if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
-    out->icrc = 0;  // icrc_finish reads it from the frame
-    out->icrc_pending = true;
-    out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);
-    return Reject::kOk;
-  }
-  const uint32_t crc =
-      split ? crc32(crc32(crc32(prefix, ib + kBthLen, info.ext_len), out->payload, out->payload_len),
-                    out->trailer, bth.pad)
-            : crc32(prefix, ib + kBthLen, ib_len - kBthLen - kIcrcLen);
-  out->icrc = load_le32(icrc_at);
-  return crc == out->icrc ? Reject::kOk : Reject::kIcrcMismatch;
+  const Reject r = decode_transport<split>(fp, hend, l3, l4 + kUdpHdrLen, udp_len, flow, nullptr, out, opt);
+  if (!split && r == Reject::kOk && opt.flows && IcrcPrefix::applies_to(*out) && !out->eth.has_vlan)
+    opt.flows->learn(f, flow, *out);
+  return r;
+}
+
+/// A contiguous frame of a flow `flows` knows (rx_flow_cache.h): its unchanging bytes compared
+/// at once, its changing fields checked as decode checks them, the transport part as decode's.
+/// False, with nothing written, for any other frame (decode's then: its verdict included).
+[[gnu::always_inline]] inline bool decode_known(const uint8_t* f, size_t len, RocePacket* out,
+                                                const DecodeOptions& opt, Reject* verdict) {
+  if (len < kFlowHeadLen + kIcrcLen) return false;
+  constexpr size_t kL3 = kEthHdrLen, kL4 = kL3 + kIpv4HdrLen, kIb = kL4 + kUdpHdrLen;
+  const RxFlow& e = opt.flows->slot(load_be24(f + kIb + 5));
+  if (!e.matches(f)) return false;
+  const uint8_t* l3 = f + kL3;
+  const size_t total = load_be16(l3 + 2);
+  if (total < kIpv4HdrLen + kUdpHdrLen || total > len - kL3) return false;
+  if (opt.check_ip_checksum && !e.ip_checksum_ok(l3)) return false;
+  const size_t udp_len = load_be16(f + kL4 + 4);
+  if (udp_len != total - kIpv4HdrLen) return false;
+  out->eth = e.eth;
+  out->ipv6 = false;
+  out->ip4 = e.ip4;
+  out->ip4.id = load_be16(l3 + 4);
+  out->ip4.checksum = load_be16(l3 + 10);
+  out->udp = e.udp;
+  out->udp.checksum = load_be16(f + kL4 + 6);
+  IcrcFlow flow;
+  FramePieces whole;
+  whole.head = f;
+  whole.head_len = len;
+  *verdict = decode_transport<false>(whole, f + len, l3, f + kIb, udp_len, flow, &e, out, opt);
+  opt.flows->known_frames++;
+  return true;
 }
 
 /// A chained frame's decoder: the rare path, out of line and optimised as such, beside the
@@ -286,10 +331,13 @@ uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len) {
 
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out, const DecodeOptions& opt,
                     RejectCounters* counters) {
-  FramePieces whole;
-  whole.head = frame;
-  whole.head_len = len;
-  Reject r = decode<false>(whole, out, opt);
+  Reject r;
+  if (!opt.flows || !decode_known(frame, len, out, opt, &r)) {
+    FramePieces whole;
+    whole.head = frame;
+    whole.head_len = len;
+    r = decode<false>(whole, out, opt);
+  }
   if (counters) counters->add(r);
   return r;
 }

@@ -38,6 +38,8 @@ class IcrcPrefix {
   void set_flow(const IcrcFlow& flow) {
     if (!set_ || !(flow == flow_)) new_flow(flow);
   }
+  /// Whether `flow` is the flow set.
+  bool holds(const IcrcFlow& flow) const { return set_ && flow == flow_; }
   /// crc32() state after the masked prefix of a packet of the flow set, as icrc_begin() would
   /// return for its frame. `bth_psn_word` is the BTH's last word (AckReq bit and PSN).
   uint32_t crc(uint16_t ip_total_len, uint16_t ip_id, uint16_t udp_len, uint8_t bth_opcode,
@@ -53,24 +55,6 @@ class IcrcPrefix {
   IcrcFlow flow_;
   bool set_ = false;
   uint32_t base_ = 0;
-};
-
-/// The prefixes of the flows a receiver sees, direct-mapped by destination QP (a receiving
-/// shard's QPs): decode's ICRC check takes the prefix from here (DecodeOptions::prefixes).
-class IcrcPrefixCache {
- public:
-  /// icrc_begin() of an IPv4 frame without options of `flow`, from its changing fields as they
-  /// are on the wire (the AckReq word with its 7 reserved bits, which the ICRC covers).
-  uint32_t crc(const IcrcFlow& flow, uint16_t ip_total_len, uint16_t ip_id, uint16_t udp_len, uint8_t bth_opcode,
-               uint8_t bth_flags, uint32_t bth_psn_word) {
-    IcrcPrefix& e = slots_[flow.dest_qp & (kSlots - 1)];
-    e.set_flow(flow);
-    return e.crc(ip_total_len, ip_id, udp_len, bth_opcode, bth_flags, bth_psn_word);
-  }
-
- private:
-  static constexpr uint32_t kSlots = 16;
-  IcrcPrefix slots_[kSlots];
 };
 
 }  // namespace ndnic::wire

@@ -9,6 +9,7 @@
 
 #include "ndnic/wire/packet.h"
 #include "ndnic/wire/pcap_file.h"
+#include "wire/rx_flow_cache.h"
 
 namespace {
 
@@ -97,6 +98,25 @@ void fuzz_pieces(const std::vector<uint8_t>& frame, const RocePacket* whole, Rej
   require(decode_cut(frame, at, at + whole->payload_len, end, whole) == strict, "pieces: verdict differs");
 }
 
+/// A receiver's flow cache, kept across inputs as a shard keeps it across frames: decoded
+/// through it (twice: the first may teach it the frame's flow, the second then takes the
+/// known-flow shortcut), a frame gets the verdict and the fields it gets without it.
+void fuzz_known_flow(const std::vector<uint8_t>& frame, const RocePacket& strict_pkt, Reject strict) {
+  static RxFlowCache cache;
+  DecodeOptions with;
+  with.flows = &cache;
+  for (int pass = 0; pass < 2; pass++) {
+    RocePacket p{};
+    const Reject r = decode_frame(frame.empty() ? nullptr : frame.data(), frame.size(), &p, with);
+    require(r == strict, "flow cache: verdict differs");
+    if (r != Reject::kOk) continue;
+    require_same_fields(strict_pkt, p);
+    require(p.ip4.checksum == strict_pkt.ip4.checksum && p.eth.ethertype == strict_pkt.eth.ethertype &&
+                p.trailer == strict_pkt.trailer && p.icrc == strict_pkt.icrc && p.payload == strict_pkt.payload,
+            "flow cache: fields differ");
+  }
+}
+
 void fuzz_frame(const uint8_t* data, size_t size) {
   // An exact-size heap copy: ASan then flags a read even one byte past the frame.
   std::vector<uint8_t> frame(data, data + size);
@@ -105,6 +125,7 @@ void fuzz_frame(const uint8_t* data, size_t size) {
   RocePacket checked{};
   const Reject strict = decode_frame(f, size, &checked);
   require(strict < Reject::kCount, "reject reason out of range");
+  fuzz_known_flow(frame, checked, strict);
 
   RocePacket p{};
   DecodeOptions lax;

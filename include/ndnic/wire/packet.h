@@ -9,7 +9,7 @@
 
 namespace ndnic::wire {
 
-class IcrcPrefixCache;
+class RxFlowCache;
 
 /// Every field of one RoCEv2 frame, host order. Which extension-header members are meaningful
 /// follows from opcode_info(bth.opcode).ext.
@@ -82,9 +82,11 @@ struct DecodeOptions {
   /// only (icrc_pending, icrc_partial), the rest is the caller's (one read of the payload for
   /// the copy and the CRC). Implies check_icrc for every other packet.
   bool defer_payload_icrc = false;
-  /// Where the ICRC's masked prefix of an IPv4 frame without options comes from, when given
-  /// (wire/icrc_prefix.h): computed from the decoded fields against the flow's base.
-  IcrcPrefixCache* prefixes = nullptr;
+  /// The receiver's flows, when given (wire/rx_flow_cache.h): the ICRC's masked prefix of an
+  /// IPv4 frame without options comes from its flow's base, and a frame of a flow already
+  /// decoded whole is checked on its changing fields only. The verdict and the fields are
+  /// those of a decode without it.
+  RxFlowCache* flows = nullptr;
 };
 
 /// Below this a payload's CRC is checked at decode: the fused copy saves little, and a deferred
