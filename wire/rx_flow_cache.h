@@ -2,9 +2,9 @@
 // shard's QPs): each flow's ICRC prefix (icrc_prefix.h), and the header bytes its packets
 // share, so that decode can take a frame of a known flow by one compare.
 //
-// A peer's packets of one QP repeat every header byte through the BTH but twelve: the IP total
-// length, identification and checksum, the UDP length and checksum, and the BTH opcode, flags
-// and PSN word. Once a frame of the flow passed the whole decoder, a later frame whose other
+// A peer's packets of one QP repeat every header byte through the BTH but sixteen: the IP
+// total length, identification and checksum, the UDP length and checksum, and the BTH opcode,
+// flags and PSN word. Once a frame of the flow passed the whole decoder, a later frame whose other
 // bytes are the same passed every check on those bytes too (Ethernet type, IP version and
 // header length, fragment bits, protocol, UDP port); decode_frame checks only the changing
 // fields for it, and takes the flow's fields from here. Any other frame takes the whole
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 
@@ -21,15 +22,36 @@
 namespace ndnic::wire {
 
 /// Ethernet, IPv4 without options, UDP and BTH: the bytes a flow's packets share, but for the
-/// changing fields' (kFlowHeadVariable).
+/// changing fields' (RxFlow::kVariable).
 constexpr size_t kFlowHeadLen = kEthHdrLen + kIpv4HdrLen + kUdpHdrLen + kBthLen;
 static_assert(kFlowHeadLen == 54);
 
 /// One flow: its ICRC prefix and, once a frame of it has been decoded whole, its header.
 struct RxFlow {
+  /// The head as kHeadWords words at kHeadWordAt (the last overlaps the one before it).
+  static constexpr size_t kHeadWords = 7;
+  static constexpr size_t kHeadWordAt[kHeadWords] = {0, 8, 16, 24, 32, 40, kFlowHeadLen - 8};
+  /// Frame offsets of the changing fields: IP total length, id, checksum; UDP length and
+  /// checksum; BTH opcode, flags, AckReq+PSN word.
+  static constexpr size_t kVariable[] = {16, 17, 18, 19, 24, 25, 38, 39, 40, 41, 42, 43, 50, 51, 52, 53};
+  /// Each head word's bits that must match, laid out as its bytes are (any byte order).
+  static constexpr auto kHeadMask = [] {
+    std::array<uint64_t, kHeadWords> m{};
+    for (size_t i = 0; i < kHeadWords; i++) {
+      std::array<uint8_t, 8> bytes{};
+      for (size_t b = 0; b < 8; b++) {
+        bytes[b] = 0xff;
+        for (const size_t v : kVariable)
+          if (v == kHeadWordAt[i] + b) bytes[b] = 0;
+      }
+      m[i] = std::bit_cast<uint64_t>(bytes);
+    }
+    return m;
+  }();
+
   IcrcPrefix prefix;
   bool known = false;               ///< head and the fields below are the flow's (prefix's flow)
-  uint64_t head[7] = {};            ///< kHeadWords words of [0, 54) of the flow's frames, masked
+  uint64_t head[kHeadWords] = {};   ///< [0, 54) of the flow's frames as kHeadWords words, masked
   uint32_t ip_fixed_sum = 0;        ///< one's-complement sum of the IPv4 header's unchanging words
   EthFields eth;                    ///< as decode_frame reports them for the flow's frames
   Ipv4Fields ip4;                   ///< ... id and checksum excepted
@@ -54,23 +76,6 @@ struct RxFlow {
     sum = (sum & 0xffff) + (sum >> 16);
     return sum == 0xffff;
   }
-
-  /// The head as kHeadWords words at kHeadWordAt (the last overlaps the one before it).
-  static constexpr size_t kHeadWords = 7;
-  static constexpr size_t kHeadWordAt[kHeadWords] = {0, 8, 16, 24, 32, 40, kFlowHeadLen - 8};
-  /// Frame offsets of the changing fields: IP total length, id, checksum; UDP length and
-  /// checksum; BTH opcode, flags, AckReq+PSN word.
-  static constexpr size_t kVariable[] = {16, 17, 18, 19, 24, 25, 38, 39, 40, 41, 42, 43, 50, 51, 52, 53};
-  /// Each head word's bits that must match (little-endian loads).
-  static constexpr auto kHeadMask = [] {
-    std::array<uint64_t, kHeadWords> m{};
-    for (size_t i = 0; i < kHeadWords; i++) {
-      m[i] = ~uint64_t(0);
-      for (size_t v : kVariable)
-        if (v >= kHeadWordAt[i] && v < kHeadWordAt[i] + 8) m[i] &= ~(uint64_t(0xff) << (8 * (v - kHeadWordAt[i])));
-    }
-    return m;
-  }();
 
  private:
   static uint32_t load_native16(const uint8_t* p) {
