@@ -171,11 +171,10 @@ uint8_t send_opcode(const SendWqe& w, bool first, bool last) {
 bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   ReqState& r = qp.req;
   const uint32_t mtu = qp.attr.path_mtu;
-  wire::RocePacket p;
-  Gather g;
   const WrOpcode op = w.wr.opcode;
 
   if (op == WrOpcode::kRead) {
+    wire::RocePacket p;
     // A READ request asks for everything not yet placed; a retry resumes at the first
     // missing response. The completer never places past the length; bounded here as well,
     // so that no state can make `length - from` wrap into a request for ~4 GiB.
@@ -194,6 +193,7 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
     return true;
   }
   if (is_atomic(op)) {
+    wire::RocePacket p;
     p.bth.opcode = op == WrOpcode::kCompareSwap ? wire::kRcCompareSwap : wire::kRcFetchAdd;
     p.bth.psn = w.first_psn;
     p.bth.ack_req = true;
@@ -212,28 +212,27 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   const uint32_t len = std::min(w.length - off, mtu);
   const bool first = off == 0;
   const bool last = off + len >= w.length;
-  p.bth.opcode = send_opcode(w, first, last);
-  p.bth.psn = psn_add(w.first_psn, off / mtu);
-  const bool ack_req = last || ++r.noack_pkts >= kAckReqEvery;
-  p.bth.ack_req = ack_req;
-  p.bth.se = last && (w.wr.flags & kWrSolicited);
-  if (first) {
-    p.reth.va = w.wr.remote_addr;
-    p.reth.rkey = w.wr.rkey;
-    p.reth.dma_len = w.length;
-  }
-  p.imm = w.wr.imm;
-  p.ieth_rkey = w.wr.invalidate_rkey;
+  RequestHeaders h;
+  h.opcode = send_opcode(w, first, last);
+  h.psn = psn_add(w.first_psn, off / mtu);
+  h.ack_req = last || ++r.noack_pkts >= kAckReqEvery;
+  h.se = last && (w.wr.flags & kWrSolicited);
+  h.va = w.wr.remote_addr;  // RETH: read for a first packet only
+  h.rkey = w.wr.rkey;
+  h.dma_len = w.length;
+  h.imm = w.wr.imm;
+  h.invalidate_rkey = w.wr.invalidate_rkey;
+  Gather g;
   if (!requester_gather_checked(s, qp, w, off, len, &g)) {
     // As a bad lkey at FETCH: the request fails, the QP goes to ERROR when it completes.
     w.state = WqeState::kError;
     w.status = WcStatus::kLocalProtection;
     return false;
   }
-  if (!send_packet(s, qp, p, &g)) return false;
-  if (ack_req) r.noack_pkts = 0;
+  if (!send_request(s, qp, h, g)) return false;
+  if (h.ack_req) r.noack_pkts = 0;
   w.sent = off + len;
-  r.psn = psn_add(p.bth.psn, 1);
+  r.psn = psn_add(h.psn, 1);
   note_sent(qp, r.psn);
   return true;
 }

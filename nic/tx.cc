@@ -200,6 +200,40 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
 
 }  // namespace
 
+bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather& g) {
+  const wire::HeaderTemplate& headers = tx_headers(s, qp);
+  const wire::OpcodeInfo& info = wire::opcode_info(h.opcode);
+  const uint8_t pad = wire::pad_for(g.total);
+  const auto udp_len = uint16_t(wire::kUdpHdrLen + wire::kBthLen + info.ext_len + g.total + pad + wire::kIcrcLen);
+  const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
+  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
+  if (!m) return false;
+  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  const uint8_t flags = uint8_t((h.se ? 0x80 : 0) | pad << 4);
+  const uint32_t psn_word = (h.ack_req ? 0x80000000u : 0) | (h.psn & wire::kPsnMask);
+  uint32_t crc = headers.write(d, h.opcode, flags, psn_word, s.ip_id++, udp_len);
+  uint8_t* const ext = d + wire::kTemplateLen;
+  uint8_t* o = ext;
+  // In the order IBTA puts them (wire/encode.cc); no SEND or WRITE opcode has another.
+  if (info.ext & wire::kHdrReth) {
+    wire::store_be64(o, h.va);
+    wire::store_be32(o + 8, h.rkey);
+    wire::store_be32(o + 12, h.dma_len);
+    o += wire::kRethLen;
+  }
+  if (info.ext & wire::kHdrImmDt) {
+    wire::store_be32(o, h.imm);
+    o += wire::kImmDtLen;
+  }
+  if (info.ext & wire::kHdrIeth) {
+    wire::store_be32(o, h.invalidate_rkey);
+    o += wire::kIethLen;
+  }
+  crc = wire::crc32(crc, ext, size_t(o - ext));
+  finish_frame(s, qp, m, o, crc, &g, pad, total);
+  return true;
+}
+
 bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, uint32_t msn, const Gather& g) {
   const wire::HeaderTemplate& headers = tx_headers(s, qp);
   const bool aeth = opcode != wire::kRcReadResponseMiddle;
