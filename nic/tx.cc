@@ -132,20 +132,30 @@ rte_mbuf* frame_for(Shard& s, size_t room) {
   return qp.tx_headers;
 }
 
+/// A frame for a packet of `qp` whose UDP length is `udp_len`, its headers through the BTH
+/// written from the QP's template, `*crc` the ICRC's state after them; nullptr when no mbuf
+/// was free. Each of the QP's packet kinds below goes on from here.
+[[gnu::always_inline]] inline rte_mbuf* start_frame(Shard& s, Qp::Impl& qp, size_t udp_len, uint8_t opcode,
+                                                    uint8_t bth_flags, uint32_t psn_word, uint32_t* crc) {
+  const wire::HeaderTemplate& headers = tx_headers(s, qp);
+  rte_mbuf* m = frame_for(s, std::max(wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len, wire::kTemplateWriteLen));
+  if (m)
+    *crc = headers.write(rte_pktmbuf_mtod(m, uint8_t*), opcode, bth_flags, psn_word, s.ip_id++, uint16_t(udp_len));
+  return m;
+}
+
 }  // namespace
 
 bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
-  const wire::HeaderTemplate& headers = tx_headers(s, qp);
   p.payload_len = g ? g->total : 0;
   const uint8_t pad = wire::pad_for(p.payload_len);
   const size_t udp_len = wire::udp_length(p);
   const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
-  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
-  if (!m) return false;
-  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   const uint32_t psn_word = (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & wire::kPsnMask);
-  uint32_t crc = headers.write(d, p.bth.opcode, wire::bth_flags(p), psn_word, s.ip_id++, uint16_t(udp_len));
-  uint8_t* ext = d + wire::kTemplateLen;
+  uint32_t crc;
+  rte_mbuf* m = start_frame(s, qp, udp_len, p.bth.opcode, wire::bth_flags(p), psn_word, &crc);
+  if (!m) return false;
+  uint8_t* ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = wire::encode_ext_headers(p, ext);
   crc = wire::crc32(crc, ext, size_t(o - ext));
   finish_frame(s, qp, m, o, crc, g, pad, total);
@@ -185,12 +195,10 @@ constexpr size_t kAckFrameLen = wire::kEthHdrLen + wire::kIpv4HdrLen + kAckUdpLe
 /// Through send_packet (a RocePacket, the general extension-header, pad and CRC paths) it
 /// was ~430 instructions.
 void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
-  const wire::HeaderTemplate& headers = tx_headers(s, qp);
-  rte_mbuf* m = frame_for(s, wire::kTemplateWriteLen);
+  uint32_t crc;
+  rte_mbuf* m = start_frame(s, qp, kAckUdpLen, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
   if (!m) return;  // as a lost ACK: the requester's timer or the next ACK covers it
-  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
-  uint32_t crc = headers.write(d, wire::kRcAck, 0, psn & wire::kPsnMask, s.ip_id++, kAckUdpLen);
-  uint8_t* aeth = d + wire::kTemplateLen;
+  uint8_t* aeth = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   wire::store_be32(aeth, uint32_t(syndrome) << 24 | (msn & wire::kPsnMask));
   crc = wire::crc32_4(crc, aeth);
   std::memcpy(aeth + wire::kAethLen, &crc, 4);  // little-endian on the wire, as on x86
@@ -201,18 +209,15 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
 }  // namespace
 
 bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather& g) {
-  const wire::HeaderTemplate& headers = tx_headers(s, qp);
   const wire::OpcodeInfo& info = wire::opcode_info(h.opcode);
   const uint8_t pad = wire::pad_for(g.total);
-  const auto udp_len = uint16_t(wire::kUdpHdrLen + wire::kBthLen + info.ext_len + g.total + pad + wire::kIcrcLen);
-  const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
-  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
-  if (!m) return false;
-  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
+  const size_t udp_len = wire::kUdpHdrLen + wire::kBthLen + info.ext_len + g.total + pad + wire::kIcrcLen;
   const uint8_t flags = uint8_t((h.se ? 0x80 : 0) | pad << 4);
   const uint32_t psn_word = (h.ack_req ? 0x80000000u : 0) | (h.psn & wire::kPsnMask);
-  uint32_t crc = headers.write(d, h.opcode, flags, psn_word, s.ip_id++, udp_len);
-  uint8_t* const ext = d + wire::kTemplateLen;
+  uint32_t crc;
+  rte_mbuf* m = start_frame(s, qp, udp_len, h.opcode, flags, psn_word, &crc);
+  if (!m) return false;
+  uint8_t* const ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = ext;
   // In the order IBTA puts them (wire/encode.cc); no SEND or WRITE opcode has another.
   if (info.ext & wire::kHdrReth) {
@@ -230,28 +235,25 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
     o += wire::kIethLen;
   }
   crc = wire::crc32(crc, ext, size_t(o - ext));
-  finish_frame(s, qp, m, o, crc, &g, pad, total);
+  finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;
 }
 
 bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, uint32_t msn, const Gather& g) {
-  const wire::HeaderTemplate& headers = tx_headers(s, qp);
   const bool aeth = opcode != wire::kRcReadResponseMiddle;
   const uint8_t pad = wire::pad_for(g.total);
-  const auto udp_len = uint16_t(wire::kUdpHdrLen + wire::kBthLen + (aeth ? wire::kAethLen : 0) + g.total + pad +
-                                wire::kIcrcLen);
-  const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
-  rte_mbuf* m = frame_for(s, std::max(total, wire::kTemplateWriteLen));
+  const size_t udp_len =
+      wire::kUdpHdrLen + wire::kBthLen + (aeth ? wire::kAethLen : 0) + g.total + pad + wire::kIcrcLen;
+  uint32_t crc;
+  rte_mbuf* m = start_frame(s, qp, udp_len, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
   if (!m) return false;
-  uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
-  uint32_t crc = headers.write(d, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, s.ip_id++, udp_len);
-  uint8_t* o = d + wire::kTemplateLen;
+  uint8_t* o = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   if (aeth) {
     wire::store_be32(o, uint32_t(kAckUnlimited) << 24 | (msn & wire::kPsnMask));
     crc = wire::crc32_4(crc, o);
     o += wire::kAethLen;
   }
-  finish_frame(s, qp, m, o, crc, &g, pad, total);
+  finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;
 }
 
