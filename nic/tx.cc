@@ -7,6 +7,7 @@
 
 #include "nic/engine.h"
 #include "ndnic/port.h"
+#include "wire/ext_headers.h"
 #include "wire/icrc.h"
 
 namespace ndnic::nic {
@@ -199,9 +200,9 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
   rte_mbuf* m = start_frame(s, qp, kAckUdpLen, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
   if (!m) return;  // as a lost ACK: the requester's timer or the next ACK covers it
   uint8_t* aeth = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
-  wire::store_be32(aeth, uint32_t(syndrome) << 24 | (msn & wire::kPsnMask));
+  uint8_t* const after = wire::write_aeth(aeth, syndrome, msn);
   crc = wire::crc32_4(crc, aeth);
-  std::memcpy(aeth + wire::kAethLen, &crc, 4);  // little-endian on the wire, as on x86
+  std::memcpy(after, &crc, 4);  // little-endian on the wire, as on x86
   m->data_len = uint16_t(kAckFrameLen);
   queue_frame(s, qp, m, kAckFrameLen);
 }
@@ -220,20 +221,9 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
   uint8_t* const ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = ext;
   // In the order IBTA puts them (wire/encode.cc); no SEND or WRITE opcode has another.
-  if (info.ext & wire::kHdrReth) {
-    wire::store_be64(o, h.va);
-    wire::store_be32(o + 8, h.rkey);
-    wire::store_be32(o + 12, h.dma_len);
-    o += wire::kRethLen;
-  }
-  if (info.ext & wire::kHdrImmDt) {
-    wire::store_be32(o, h.imm);
-    o += wire::kImmDtLen;
-  }
-  if (info.ext & wire::kHdrIeth) {
-    wire::store_be32(o, h.invalidate_rkey);
-    o += wire::kIethLen;
-  }
+  if (info.ext & wire::kHdrReth) o = wire::write_reth(o, h.va, h.rkey, h.dma_len);
+  if (info.ext & wire::kHdrImmDt) o = wire::write_immdt(o, h.imm);
+  if (info.ext & wire::kHdrIeth) o = wire::write_ieth(o, h.invalidate_rkey);
   crc = wire::crc32(crc, ext, size_t(o - ext));
   finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;
@@ -249,9 +239,9 @@ bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, ui
   if (!m) return false;
   uint8_t* o = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   if (aeth) {
-    wire::store_be32(o, uint32_t(kAckUnlimited) << 24 | (msn & wire::kPsnMask));
-    crc = wire::crc32_4(crc, o);
-    o += wire::kAethLen;
+    uint8_t* const at = o;
+    o = wire::write_aeth(o, kAckUnlimited, msn);
+    crc = wire::crc32_4(crc, at);
   }
   finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;

@@ -2,6 +2,7 @@
 // lengths and the IPv4 checksum from the rest, so a packet built field by field is valid.
 #include <cstring>
 
+#include "wire/ext_headers.h"
 #include "wire/icrc.h"
 #include "ndnic/wire/packet.h"
 
@@ -12,43 +13,15 @@ size_t ip_header_length(const RocePacket& p) {
   return p.ipv6 ? kIpv6HdrLen : kIpv4HdrLen + p.ip4.options_len;
 }
 
+/// In the order IBTA puts them; each layout is in ext_headers.h.
 uint8_t* encode_ext_headers(const RocePacket& p, uint8_t ext, uint8_t* o) {
-  if (ext & kHdrDeth) {
-    store_be32(o, p.deth.qkey);
-    o[4] = 0;
-    store_be24(o + 5, p.deth.src_qp);
-    o += kDethLen;
-  }
-  if (ext & kHdrReth) {
-    store_be64(o, p.reth.va);
-    store_be32(o + 8, p.reth.rkey);
-    store_be32(o + 12, p.reth.dma_len);
-    o += kRethLen;
-  }
-  if (ext & kHdrAtomicEth) {
-    store_be64(o, p.atomic.va);
-    store_be32(o + 8, p.atomic.rkey);
-    store_be64(o + 12, p.atomic.swap_add);
-    store_be64(o + 20, p.atomic.compare);
-    o += kAtomicEthLen;
-  }
-  if (ext & kHdrAeth) {
-    o[0] = p.aeth.syndrome;
-    store_be24(o + 1, p.aeth.msn);
-    o += kAethLen;
-  }
-  if (ext & kHdrAtomicAckEth) {
-    store_be64(o, p.atomic_ack.orig);
-    o += kAtomicAckEthLen;
-  }
-  if (ext & kHdrImmDt) {
-    store_be32(o, p.imm);
-    o += kImmDtLen;
-  }
-  if (ext & kHdrIeth) {
-    store_be32(o, p.ieth_rkey);
-    o += kIethLen;
-  }
+  if (ext & kHdrDeth) o = write_deth(o, p.deth.qkey, p.deth.src_qp);
+  if (ext & kHdrReth) o = write_reth(o, p.reth.va, p.reth.rkey, p.reth.dma_len);
+  if (ext & kHdrAtomicEth) o = write_atomic_eth(o, p.atomic.va, p.atomic.rkey, p.atomic.swap_add, p.atomic.compare);
+  if (ext & kHdrAeth) o = write_aeth(o, p.aeth.syndrome, p.aeth.msn);
+  if (ext & kHdrAtomicAckEth) o = write_atomic_ack_eth(o, p.atomic_ack.orig);
+  if (ext & kHdrImmDt) o = write_immdt(o, p.imm);
+  if (ext & kHdrIeth) o = write_ieth(o, p.ieth_rkey);
   return o;
 }
 
