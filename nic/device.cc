@@ -207,6 +207,7 @@ void Device::close() {
     // Frames the port would not take are not sent after the close either.
     for (uint16_t i = 0; i < s->ntx; i++) rte_pktmbuf_free(s->tx[i]);
     s->ntx = 0;
+    s->free_spent();
     s->return_fresh();
     if (s->control) rte_ring_free(s->control);
     if (s->dispatch) {

@@ -29,7 +29,7 @@ void Shard::process_frame(rte_mbuf* m) {
   if (wire::decode_frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len, &pkt, opt, &rejects) == wire::Reject::kOk &&
       recv_packet(*this, pkt, m))
     return;  // kept by the responder
-  rte_pktmbuf_free(m);
+  retire(m);
 }
 
 rte_mbuf* Shard::take_chain(rte_mbuf* m, wire::RocePacket& pkt, const wire::DecodeOptions& opt) {
@@ -297,6 +297,7 @@ unsigned Shard::poll_once() {
     work += k;
     if (resolve) serve_resolves();
   }
+  free_spent();
   send_due_acks();
 
   LazyTsc now;  // read once, by the first QP with a timer armed (completer_timers)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <rte_cycles.h>
+#include <rte_mbuf.h>
 
 #include "nic/cq_impl.h"
 #include "nic/fault.h"
@@ -32,6 +33,8 @@ constexpr uint16_t kTxBatch = 64;
 /// mbufs new_frame takes from the pool at once. The receiving core freed them last, so each
 /// header and first line misses in our cache: taken together, they can be fetched ahead.
 constexpr uint16_t kFreshMbufs = 32;
+/// Received frames retired (Shard::retire) before they go back to their pool together.
+constexpr uint16_t kSpentFrames = kRxBurst;
 constexpr uint16_t kTxReserve = 8;          ///< batch slots kept for ACKs and NAKs
 constexpr uint32_t kFirstQpn = 0x11;          ///< as rxe: QPNs below are reserved (QP0, QP1)
 constexpr uint32_t kGsiQpn = 1;               ///< the GSI QP (QpCaps::gsi), one per device
@@ -79,6 +82,9 @@ struct Shard {
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
   rte_mbuf* fresh[kFreshMbufs];             ///< raw mbufs taken from the pool together (new_frame)
+  void* spent[kSpentFrames];                ///< retired frames of `spent_pool`, not yet put back
+  uint16_t nspent = 0;
+  rte_mempool* spent_pool = nullptr;
   uint16_t nfresh = 0, fresh_next = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   wire::RejectCounters rejects;            ///< frames the decoder refused
@@ -139,8 +145,27 @@ struct Shard {
   /// The three segments of a chained frame, as the decoder takes a zero-copy sender's frame.
   static wire::FramePieces pieces_of(const rte_mbuf* m);
   void apply(ControlCmd* cmd);
-  /// Decodes a frame and runs it through its QP; frees it unless the responder kept it.
+  /// Decodes a frame and runs it through its QP; retires it unless the responder kept it.
   void process_frame(rte_mbuf* m);
+  /// Frees a received frame. The usual one (one segment, direct, no other reference) goes back
+  /// to its pool with the others of the RX burst in one bulk put (free_spent): freed one by
+  /// one, each took ~60 instructions, a lookup of this lcore's pool cache each time.
+  void retire(rte_mbuf* m) {
+    if (m->nb_segs == 1 && m->next == nullptr && RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1) {
+      if (m->pool != spent_pool || nspent == kSpentFrames) {
+        free_spent();
+        spent_pool = m->pool;
+      }
+      spent[nspent++] = m;
+      return;
+    }
+    rte_pktmbuf_free(m);
+  }
+  /// Puts the retired frames back in their pool.
+  void free_spent() {
+    if (nspent != 0) rte_mempool_put_bulk(spent_pool, spent, nspent);
+    nspent = 0;
+  }
   /// Ends an RX burst: one ACK for each QP whose requests in it asked for one.
   void send_due_acks();
   /// The owner of the QP a frame is for, read from the BTH before any checks (the owner does
