@@ -82,10 +82,10 @@ struct Shard {
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
   rte_mbuf* fresh[kFreshMbufs];             ///< raw mbufs taken from the pool together (new_frame)
+  uint16_t nfresh = 0, fresh_next = 0;
   void* spent[kSpentFrames];                ///< retired frames of `spent_pool`, not yet put back
   uint16_t nspent = 0;
   rte_mempool* spent_pool = nullptr;
-  uint16_t nfresh = 0, fresh_next = 0;
   std::unique_ptr<FaultSwitch> fault_rx, fault_tx;
   wire::RejectCounters rejects;            ///< frames the decoder refused
   uint64_t unknown_qp = 0;                 ///< frames for a QPN we do not have (or in RESET)
