@@ -188,7 +188,7 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
 
 namespace {
 
-constexpr uint16_t kAckUdpLen = wire::kUdpHdrLen + wire::kBthLen + wire::kAethLen + wire::kIcrcLen;
+constexpr uint16_t kAckUdpLen = wire::udp_length(wire::kAethLen, 0);
 constexpr size_t kAckFrameLen = wire::kEthHdrLen + wire::kIpv4HdrLen + kAckUdpLen;
 
 /// An ACK or NAK, written straight from the QP's template: the receiver of a message ACKs it
@@ -212,7 +212,7 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
 bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather& g) {
   const wire::OpcodeInfo& info = wire::opcode_info(h.opcode);
   const uint8_t pad = wire::pad_for(g.total);
-  const size_t udp_len = wire::kUdpHdrLen + wire::kBthLen + info.ext_len + g.total + pad + wire::kIcrcLen;
+  const size_t udp_len = wire::udp_length(info.ext_len, g.total);
   const uint8_t flags = uint8_t((h.se ? 0x80 : 0) | pad << 4);
   const uint32_t psn_word = (h.ack_req ? 0x80000000u : 0) | (h.psn & wire::kPsnMask);
   uint32_t crc;
@@ -232,8 +232,7 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
 bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, uint32_t msn, const Gather& g) {
   const bool aeth = opcode != wire::kRcReadResponseMiddle;
   const uint8_t pad = wire::pad_for(g.total);
-  const size_t udp_len =
-      wire::kUdpHdrLen + wire::kBthLen + (aeth ? wire::kAethLen : 0) + g.total + pad + wire::kIcrcLen;
+  const size_t udp_len = wire::udp_length(aeth ? wire::kAethLen : 0, g.total);
   uint32_t crc;
   rte_mbuf* m = start_frame(s, qp, udp_len, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
   if (!m) return false;

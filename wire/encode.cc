@@ -41,7 +41,7 @@ size_t frame_length(const RocePacket& p) {
 }
 
 size_t udp_length(const RocePacket& p) {
-  return kUdpHdrLen + kBthLen + opcode_info(p.bth.opcode).ext_len + p.payload_len + pad_for(p.payload_len) + kIcrcLen;
+  return udp_length(opcode_info(p.bth.opcode).ext_len, p.payload_len);
 }
 
 uint8_t bth_flags(const RocePacket& p) {

@@ -146,7 +146,13 @@ uint8_t* encode_ext_headers(const RocePacket& p, uint8_t* out);
 size_t encode_frame(const RocePacket& p, uint8_t* out, size_t cap);
 
 /// The pad count a payload of `len` bytes needs on the wire.
-inline uint8_t pad_for(uint32_t len) { return uint8_t((4 - (len & 3)) & 3); }
+constexpr uint8_t pad_for(uint32_t len) { return uint8_t((4 - (len & 3)) & 3); }
+
+/// The UDP length field (UDP header through the ICRC) of a packet with `ext_len` bytes of
+/// extension headers and `payload_len` bytes of payload, its pad included.
+constexpr size_t udp_length(size_t ext_len, uint32_t payload_len) {
+  return kUdpHdrLen + kBthLen + ext_len + payload_len + pad_for(payload_len) + kIcrcLen;
+}
 
 /// RFC 1071 checksum of an IPv4 header (the checksum field is included as it stands).
 uint16_t ipv4_header_checksum(const uint8_t* hdr, size_t len);
