@@ -178,7 +178,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
   const uint8_t syn = pkt.aeth.syndrome;
   const uint32_t mtu = qp.attr.path_mtu;
   LazyTsc now;
-  if (pkt.icrc_pending && !next_read_response(qp, pkt) && !settle_icrc(s, pkt)) return;
+  if (pkt.icrc_pending && !next_read_response(qp, pkt) && !settle_counted_icrc(s, qp, pkt)) return;
 
   // CHECK_PSN against the next PSN never sent: nothing may answer it.
   if (!was_sent(c, psn)) {
@@ -244,7 +244,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
         // READ: into the sink, which the application may not look at before the completion.
         PayloadCopy copy(pkt);
         if (!place(s, qp, w, w.placed, pkt.payload, pkt.payload_len, &copy)) {
-          if (settle_icrc(s, pkt)) fail(s, qp, w, WcStatus::kLocalProtection);
+          if (settle_counted_icrc(s, qp, pkt)) fail(s, qp, w, WcStatus::kLocalProtection);
           return;
         }
         if (!copy.icrc_ok()) {  // corrupt: as if it never came; the go-back overwrites it

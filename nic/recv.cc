@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "nic/engine.h"
+#include "nic/payload_copy.h"
 #include "wire/icrc.h"
 
 namespace ndnic::nic {
@@ -15,10 +16,19 @@ bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
   return false;
 }
 
-void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
+// Cold: a corrupt packet is rare, and the responder calls these from each of its refusals.
+[[gnu::cold]] void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   s.rejects.add(wire::Reject::kIcrcMismatch);
   qp.counters.rx_packets--;  // counted on arrival, before its copy found it corrupt
   qp.counters.rx_bytes -= wire::frame_length(pkt);
+}
+
+[[gnu::cold]] bool settle_counted_icrc(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
+  if (!pkt.icrc_pending) return true;
+  pkt.icrc_pending = false;
+  if (wire::icrc_check_pending(pkt)) return true;
+  drop_corrupt(s, qp, pkt);
+  return false;
 }
 
 bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
@@ -28,9 +38,10 @@ bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
     if (settle_icrc(s, pkt)) s.unknown_qp++;
     return false;
   }
-  const wire::OpKind kind = wire::opcode_info(pkt.bth.opcode).kind;
-  // Only SEND requests and READ responses keep a pending ICRC for their copy (payload_copy.h).
-  if (kind != wire::OpKind::kSend && kind != wire::OpKind::kReadResponse && !settle_icrc(s, pkt)) return false;
+  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
+  const wire::OpKind kind = info.kind;
+  // Only payloads copied where no one may act on them yet keep a pending ICRC (payload_copy.h).
+  if (pkt.icrc_pending && !copy_checks_icrc(info) && !settle_icrc(s, pkt)) return false;
   if (qp->caps.type == QpType::kUd || pkt.bth.opcode == wire::kUdSendOnly) {
     if (!settle_icrc(s, pkt)) return false;
     ud_recv_packet(s, *qp, pkt);  // the payload is copied out: `m` is never kept

@@ -258,14 +258,4 @@ void send_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn) {
   emit_ack(s, qp, syndrome, psn, qp.resp.msn);
 }
 
-void ack_later(Shard& s, Qp::Impl& qp, uint32_t psn) {
-  RespState& r = qp.resp;
-  if (!r.ack_pending) {
-    r.ack_pending = true;
-    s.acks_due.push_back(&qp);
-  }
-  r.ack_psn = psn;
-  r.ack_msn = r.msn;
-}
-
 }  // namespace ndnic::nic

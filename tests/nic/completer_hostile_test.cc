@@ -293,6 +293,8 @@ TEST_F(CompleterHostile, ACorruptReadResponseIsDroppedAndTheIntactOneCompletesTh
   const uint64_t rx0 = b->qp->counters().rx_packets;
   const uint64_t bad0 = b->dev.counters().rejects[wire::Reject::kIcrcMismatch];
   std::vector<Completion> sc;
+  inject(wire::kRcReadResponseLast, first + 1, kAck, kMtu, true);  // corrupt, and ahead of the FIRST
+  poll_b_as_peer(2);
   for (const bool corrupt : {true, false}) {  // FIRST, corrupt then intact
     inject(wire::kRcReadResponseFirst, first, kAck, kMtu, corrupt);
     poll_b_as_peer(2);
@@ -300,7 +302,7 @@ TEST_F(CompleterHostile, ACorruptReadResponseIsDroppedAndTheIntactOneCompletesTh
   inject(wire::kRcReadResponseLast, first + 1, kAck, kMtu, true);
   poll_b_as_peer(2);
   EXPECT_EQ(b_send_completions(&sc), 0u) << "a corrupt LAST completed the READ";
-  EXPECT_EQ(b->dev.counters().rejects[wire::Reject::kIcrcMismatch], bad0 + 2);
+  EXPECT_EQ(b->dev.counters().rejects[wire::Reject::kIcrcMismatch], bad0 + 3);
   EXPECT_EQ(b->qp->counters().rx_packets, rx0 + 1) << "a corrupt response was counted as received";
   inject(wire::kRcReadResponseLast, first + 1, kAck, kMtu);
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);

@@ -79,6 +79,50 @@ TEST_F(ResponderHostile, ACorruptSendLeavesNoTraceAndItsRetransmissionLands) {
   EXPECT_EQ(std::count(b->buf.begin() + 8192, b->buf.begin() + 8192 + kLen, 0x3C), long(kLen));
 }
 
+// A WRITE's MIDDLE and LAST have their ICRC checked while they are copied into the target (its
+// range fixed by the FIRST). A corrupt one, in sequence or not, is dropped without a trace: no
+// NAK, nothing counted but the ICRC mismatch, the QP still in the message. The message's last
+// byte, which an application may poll, is not written until an intact LAST comes, and the
+// intact retransmissions then land the whole message.
+TEST_F(ResponderHostile, ACorruptWriteMiddleOrLastIsDroppedAndTheLastByteWaitsForTheIntactOne) {
+  connect();
+  const uint32_t mtu = opts.mtu;
+  ASSERT_GE(mtu, wire::kDeferIcrcMinPayload);  // so that MIDDLE and LAST take the fused copy
+  const uint32_t len = 3 * mtu;
+  const uint64_t at = 8192;
+  const std::vector<uint8_t> before = b->buf;
+  const auto corrupt_payload = [](std::vector<uint8_t>& f) { f[f.size() - 4 - 100] ^= 0x40; };
+  const uint64_t bad0 = b->dev.counters().rejects[wire::Reject::kIcrcMismatch];
+  wire::RocePacket first = write_part(wire::kRcWriteFirst, 0);
+  first.reth = {b_va(at), b->mr.rkey, len};
+  inject(first, bytes(mtu, 0xA1));
+  ASSERT_EQ(b->buf[at], 0xA1);
+
+  inject(write_part(wire::kRcWriteMiddle, 1), bytes(mtu, 0xA2), corrupt_payload);  // in sequence
+  inject(write_part(wire::kRcWriteLast, 2), bytes(mtu, 0xA3), corrupt_payload);    // ahead of it
+  inject(write_part(wire::kRcWriteMiddle, 1), bytes(mtu, 0xA2));
+  inject(write_part(wire::kRcWriteLast, 2), bytes(mtu, 0xA3), corrupt_payload);    // in sequence
+  Qp::Counters c = b->qp->counters();
+  EXPECT_EQ(b->dev.counters().rejects[wire::Reject::kIcrcMismatch], bad0 + 3);
+  EXPECT_EQ(c.rx_packets, 2u);  // the FIRST and the intact MIDDLE
+  EXPECT_EQ(c.naks_sent[0] + c.naks_sent[1] + c.naks_sent[2] + c.naks_sent[3] + c.rnr_naks_sent, 0u);
+  EXPECT_EQ(c.out_of_sequence + c.duplicates, 0u);
+  EXPECT_EQ(b->qp->state(), QpState::kRts);
+  EXPECT_EQ(b->buf[at + len - 1], before[at + len - 1]) << "a corrupt LAST wrote the byte a poller waits on";
+  EXPECT_TRUE(unchanged(before, 0, at)) << "a byte before the WRITE's range changed";
+  EXPECT_TRUE(unchanged(before, at + len, b->buf.size())) << "a byte past the WRITE's range changed";
+
+  inject(write_part(wire::kRcWriteLast, 2), bytes(mtu, 0xA3));
+  c = b->qp->counters();
+  EXPECT_EQ(c.rx_packets, 3u);
+  EXPECT_EQ(b->qp->state(), QpState::kRts);
+  for (uint32_t k = 0; k < 3; k++)
+    EXPECT_EQ(std::count(b->buf.begin() + long(at + k * mtu), b->buf.begin() + long(at + (k + 1) * mtu), 0xA1 + k),
+              long(mtu))
+        << "packet " << k << " of the WRITE";
+  EXPECT_TRUE(unchanged(before, at + len, b->buf.size()));
+}
+
 // A window revoked between a WRITE's FIRST and its MIDDLE/LAST: the later packets are checked
 // again and refused (before: they went to the pointer saved at the FIRST).
 TEST_F(ResponderHostile, WriteMiddleAndLastReachNoWindowInvalidatedAfterTheFirst) {
