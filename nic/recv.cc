@@ -20,7 +20,7 @@ bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
 [[gnu::cold]] void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   s.rejects.add(wire::Reject::kIcrcMismatch);
   qp.counters.rx_packets--;  // counted on arrival, before its copy found it corrupt
-  qp.counters.rx_bytes -= wire::frame_length(pkt);
+  qp.counters.rx_bytes -= pkt.frame_len;
 }
 
 [[gnu::cold]] bool settle_counted_icrc(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
@@ -61,7 +61,7 @@ bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
     qp->mac_known = true;
   }
   qp->counters.rx_packets++;
-  qp->counters.rx_bytes += wire::frame_length(pkt);  // as tx_bytes: whole frames
+  qp->counters.rx_bytes += pkt.frame_len;  // as tx_bytes: whole frames
   switch (kind) {
     case wire::OpKind::kSend:
     case wire::OpKind::kWrite:

@@ -122,7 +122,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     return;
   }
   qp.counters.rx_packets++;
-  qp.counters.rx_bytes += wire::frame_length(pkt);
+  qp.counters.rx_bytes += pkt.frame_len;
   if (pkt.deth.qkey != qp.attr.qkey) {
     qp.counters.qkey_drops++;
     return;

@@ -114,6 +114,7 @@ template <bool split>
   out->payload = split ? fp.payload : ib + kBthLen + info.ext_len;
   out->payload_len = uint32_t(body - bth.pad);
   out->trailer = split ? fp.trailer : out->payload + out->payload_len;
+  out->frame_len = uint32_t(size_t(ib - fp.head) - kUdpHdrLen + udp_len);
   // The ICRC ends the frame: for a large one a line no one has asked for yet, which the copy
   // or CRC streaming through the payload brings in anyway. Read where it is needed, after
   // that; read here first, it stalled the receive of every 1 KiB+ frame on its own miss.

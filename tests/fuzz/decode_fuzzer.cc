@@ -51,6 +51,7 @@ void require_same_fields(const RocePacket& a, const RocePacket& b) {
               a.bth.pad == b.bth.pad && a.bth.tver == b.bth.tver && a.bth.pkey == b.bth.pkey &&
               a.bth.dest_qp == b.bth.dest_qp && a.bth.ack_req == b.bth.ack_req && a.bth.psn == b.bth.psn,
           "BTH");
+  require(a.frame_len == b.frame_len, "frame_len");
   const uint8_t ext = opcode_info(a.bth.opcode).ext;
   if (ext & kHdrReth)
     require(a.reth.va == b.reth.va && a.reth.rkey == b.reth.rkey && a.reth.dma_len == b.reth.dma_len, "RETH");
@@ -142,6 +143,7 @@ void fuzz_frame(const uint8_t* data, size_t size) {
   if (r != Reject::kOk) return;
 
   std::vector<uint8_t> out(frame_length(p));
+  require(p.frame_len == out.size(), "decode's frame_len is not frame_length()");
   require(encode_frame(p, out.data(), out.size()) == out.size(), "encode_frame length");
   require(out.size() <= size, "re-encoded frame is longer than the one decoded");
   RocePacket again{};

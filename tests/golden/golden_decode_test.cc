@@ -42,6 +42,7 @@ TEST_P(GoldenDecode, RoceFramesDecodeCheckIcrcAndReencodeByteForByte) {
     EXPECT_EQ(p.bth.pad, wire::pad_for(p.payload_len));
 
     std::vector<uint8_t> out(wire::frame_length(p));
+    EXPECT_EQ(p.frame_len, out.size()) << "decode's frame_len";
     ASSERT_EQ(wire::encode_frame(p, out.data(), out.size()), out.size());
     ASSERT_LE(out.size(), f.bytes.size()) << "re-encoded frame is longer than the original";
     if (out.size() < f.bytes.size()) {

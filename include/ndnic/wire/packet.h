@@ -30,6 +30,7 @@ struct RocePacket {
   const uint8_t* payload = nullptr;  ///< decode: points into the frame; encode: source bytes
   uint32_t payload_len = 0;  ///< payload bytes, excluding pad
   const uint8_t* trailer = nullptr;  ///< decode: the pad bytes, then the ICRC
+  uint32_t frame_len = 0;    ///< decode: Ethernet header through ICRC, as frame_length() counts them
   uint32_t icrc = 0;         ///< ICRC as received (decode) or computed (encode)
   /// decode with DecodeOptions::defer_payload_icrc: the payload's part of the ICRC is left to
   /// the caller, who CRCs the payload as it copies it out and ends with icrc_finish(), which
