@@ -298,6 +298,9 @@ unsigned Shard::poll_once() {
     if (resolve) serve_resolves();
   }
   free_spent();
+  // What the burst completed is published before its ACKs are built: an application thread
+  // waiting on the CQ beside the worker lcores sees its results one ACK's build sooner.
+  if (work != 0) flush_completions();
   send_due_acks();
 
   LazyTsc now;  // read once, by the first QP with a timer armed (completer_timers)
