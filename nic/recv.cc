@@ -8,10 +8,19 @@
 
 namespace ndnic::nic {
 
-bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
+namespace {
+
+/// Whether `pkt` is intact, its pending ICRC (if any) checked now and no longer pending.
+bool icrc_settles(wire::RocePacket& pkt) {
   if (!pkt.icrc_pending) return true;
   pkt.icrc_pending = false;
-  if (wire::icrc_check_pending(pkt)) return true;
+  return wire::icrc_check_pending(pkt);
+}
+
+}  // namespace
+
+bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
+  if (icrc_settles(pkt)) return true;
   s.rejects.add(wire::Reject::kIcrcMismatch);
   return false;
 }
@@ -24,9 +33,7 @@ bool settle_icrc(Shard& s, wire::RocePacket& pkt) {
 }
 
 [[gnu::cold]] bool settle_counted_icrc(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
-  if (!pkt.icrc_pending) return true;
-  pkt.icrc_pending = false;
-  if (wire::icrc_check_pending(pkt)) return true;
+  if (icrc_settles(pkt)) return true;
   drop_corrupt(s, qp, pkt);
   return false;
 }
