@@ -299,6 +299,9 @@ bool MemoryTable::deregister_mr(uint32_t key) {
   do {
     if (uint32_t(cur >> kRegionKeyShift) != key || (cur & kBoundCountMask) != 0) return false;
   } while (!r->word.compare_exchange_weak(cur, 0, std::memory_order_acq_rel));
+  // Before the grace period starts: an lcore that still reads the old epoch has not passed a
+  // quiescent state since, so the wait below covers what it does with an earlier check.
+  region_epoch_.fetch_add(1, std::memory_order_seq_cst);
   // An lcore may have matched the key just before it was cleared; the slot is rewritten only
   // after every lcore has passed a quiescent state since.
   impl_->grace.wait();

@@ -122,6 +122,11 @@ class MemoryTable {
   /// inside.
   KeyCheck check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, uint64_t va, uint64_t len,
                         uint32_t access, Resolved* out) const;
+  /// Moves on as each deregistration starts (after the key is cleared, before the grace
+  /// period). A check_local that passed after the epoch was read still holds while the same
+  /// epoch is read again, up to the reader's next quiescent state: a deregistration that began
+  /// since is still waiting for that state, so the bytes are still the region's.
+  uint64_t region_epoch() const { return region_epoch_.load(std::memory_order_acquire); }
 
   /// Binds window `mw_key` (of `pd`, named as `name` says) to [addr, addr+len) of region
   /// `mr_key` for QP instance `qp_id` with `access`; the window's new key gets key byte
@@ -142,6 +147,8 @@ class MemoryTable {
 
  private:
   std::unique_ptr<Impl> impl_;
+  /// Read by every lcore per packet, written only by deregistration: a line of its own.
+  alignas(64) std::atomic<uint64_t> region_epoch_{0};
 };
 
 }  // namespace ndnic::nic

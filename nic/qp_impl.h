@@ -20,6 +20,7 @@ struct rte_ring;
 namespace ndnic::nic {
 
 struct ControlCmd;
+struct TxPins;
 struct Shard;
 
 constexpr uint32_t kMaxUnackedPsns = 256;     ///< requester window, in packets
@@ -64,10 +65,13 @@ struct SendWqe {
   uint64_t atomic_orig = 0;   ///< atomic: the original value returned
   bool rd_counted = false;    ///< READ/atomic: counted in rd_atomic_outstanding
   bool psn_assigned = false;  ///< first_psn/last_psn/npkts are set (on first transmission)
-  /// SGE addresses checked against their lkeys at fetch time. Only the UD requester gathers
-  /// from them; RC checks each lkey again for every packet it gathers or places, since the
-  /// application may deregister a region while its request is still outstanding.
+  /// SGE addresses checked against their lkeys at fetch time. The UD requester gathers from
+  /// them; RC does while no deregistration has started since (region_epoch), and checks each
+  /// lkey again for every packet otherwise: the application may deregister a region while its
+  /// request is still outstanding.
   uint8_t* host[kMaxSge] = {};
+  TxPins* pins = nullptr;     ///< the first SGE's region's (zero-copy transmit), from fetch
+  uint64_t region_epoch = 0;  ///< MemoryTable::region_epoch() before the fetch's checks
 };
 
 struct ReqState {

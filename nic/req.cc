@@ -48,6 +48,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
       w.length = posted.inline_len;
     } else if (!is_local(posted.opcode)) {
       const bool sink = is_rd_atomic(posted.opcode);  // READ/atomic results are written locally
+      w.region_epoch = s.dev->memory.region_epoch();  // read before the checks it vouches for
       for (unsigned i = 0; i < posted.num_sge; i++) {
         const Sge& g = posted.sge[i];
         Resolved res;
@@ -57,6 +58,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
           break;
         }
         w.host[i] = res.host;
+        if (i == 0) w.pins = res.pins;
         w.length += g.length;
       }
     }
@@ -92,10 +94,21 @@ void requester_gather(const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
 /// its lkey now, not only at FETCH: a retransmission, or a first transmission that waited
 /// behind the window, may come after the application deregistered (and freed) the region.
 /// Deregistration clears the key before it waits for a grace period, so bytes that pass the
-/// check here stay the region's until this packet is built. False when a check fails.
+/// check here stay the region's until this packet is built; FETCH's check stands in for it
+/// while the region epoch has not moved. False when a check fails.
 bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, uint32_t off, uint32_t len, Gather* g) {
   if (len == 0 || (w.wr.flags & kWrInline)) {
     requester_gather(w, off, len, g);  // inline data lives in the WQE itself
+    return true;
+  }
+  // No deregistration has started since FETCH checked the one SGE: its check still holds
+  // (MemoryTable::region_epoch), and the key lookup is saved on every packet.
+  if (w.wr.num_sge == 1 && s.dev->memory.region_epoch() == w.region_epoch) {
+    g->n = 1;
+    g->total = len;
+    g->ptr[0] = w.host[0] + off;
+    g->len[0] = len;
+    g->pins = w.pins;
     return true;
   }
   g->n = 0;

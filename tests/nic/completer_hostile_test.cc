@@ -368,6 +368,52 @@ TEST_F(CompleterHostile, GatherFromADeregisteredRegionFailsWithLocalProtection) 
   }
 }
 
+// The other side of the check above: a request waiting behind a full window whose own region
+// stays registered goes out intact while another region is deregistered (which makes each
+// packet check its lkey again), and while none is (the check at fetch stands), in one piece
+// or gathered from two SGEs.
+TEST_F(CompleterHostile, ARequestWhoseRegionStaysRegisteredGoesOutIntact) {
+  constexpr uint32_t kBig = 512 * 1024;
+  constexpr uint32_t kLen = 16 * 1024;
+  for (const bool other_deregistered : {false, true}) {
+    for (const unsigned sges : {1u, 2u}) {
+      SCOPED_TRACE(std::string(other_deregistered ? "another region deregistered" : "no deregistration") +
+                   ", SGEs: " + std::to_string(sges));
+      connect();
+      warm_up();
+      std::vector<uint8_t> src(kLen), other(4096);
+      for (uint32_t i = 0; i < kLen; i++) src[i] = uint8_t(i * 11 + 3);
+      MrKeys k, ko;
+      ASSERT_TRUE(a->dev.register_mr(a->pd, src.data(), src.size(), kAccessLocalWrite, &k));
+      ASSERT_TRUE(a->dev.register_mr(a->pd, other.data(), other.size(), kAccessLocalWrite, &ko));
+      SendWr w = send_wr(WrOpcode::kSend, *a, 0, kLen, 2);
+      w.num_sge = sges;
+      const uint32_t first = sges == 1 ? kLen : kLen / 2 + 100;
+      w.sge[0] = {addr(src.data()), first, k.lkey};
+      if (sges == 2) w.sge[1] = {addr(src.data() + first), kLen - first, k.lkey};
+      std::fill(b->buf.begin(), b->buf.end() - 64, 0);
+      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, kBig, 0)));
+      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, kBig, kLen, 1)));
+      const uint64_t tx0 = a->qp->counters().tx_packets;
+      ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, kBig, 1)));
+      ASSERT_TRUE(a->qp->post_send(w));
+      for (int i = 0; i < 1000 && a->qp->counters().tx_packets < tx0 + kWindow; i++) a->dev.poll();
+      ASSERT_GE(a->qp->counters().tx_packets, tx0 + kWindow) << "the window did not fill";
+      if (other_deregistered) ASSERT_TRUE(a->dev.deregister_mr(ko.lkey));
+      std::vector<Completion> sc, rc;
+      ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
+      ASSERT_TRUE(wait_cq(b->rcq, 2, &rc));
+      for (const Completion& c : sc) EXPECT_EQ(c.status, WcStatus::kSuccess) << wc_status_name(c.status);
+      EXPECT_EQ(rc[1].status, WcStatus::kSuccess) << wc_status_name(rc[1].status);
+      EXPECT_EQ(rc[1].byte_len, kLen);
+      EXPECT_TRUE(std::equal(src.begin(), src.end(), b->buf.begin() + kBig)) << "the request's bytes did not land";
+      EXPECT_EQ(a->qp->state(), QpState::kRts);
+      EXPECT_TRUE(a->dev.deregister_mr(k.lkey));
+      if (!other_deregistered) EXPECT_TRUE(a->dev.deregister_mr(ko.lkey));
+    }
+  }
+}
+
 // Hole: a READ's or atomic's sink was resolved at fetch; a response arriving after the
 // application deregistered the region wrote into memory that was no longer the request's.
 TEST_F(CompleterHostile, ResponseIntoADeregisteredSinkFailsWithLocalProtection) {
