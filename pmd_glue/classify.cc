@@ -17,7 +17,7 @@ Classified drop(Drop why) { return {Verdict::kDrop, why}; }
 
 }  // namespace
 
-Classified classify(rte_mbuf* m, const Identity& us) {
+Classified classify(const rte_mbuf* m, const Identity& us) {
   rte_ether_hdr eth_copy;
   const auto* eth = static_cast<const rte_ether_hdr*>(rte_pktmbuf_read(m, 0, sizeof eth_copy, &eth_copy));
   if (eth == nullptr) return drop(Drop::kRuntFrame);
@@ -57,9 +57,6 @@ Classified classify(rte_mbuf* m, const Identity& us) {
   if (udp == nullptr) return drop(Drop::kRuntFrame);
   if (rte_be_to_cpu_16(udp->dst_port) != wire::kRoceV2Port) return drop(Drop::kNotRocePort);
   if (us.ipv4 != 0 && ip_dst != us.ipv4) return drop(Drop::kNotOurIp);
-
-  m->l2_len = l2;
-  m->l3_len = ihl;
   return {Verdict::kRoce, Drop::kCount};
 }
 

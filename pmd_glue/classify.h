@@ -21,7 +21,9 @@ struct Identity {
   bool promiscuous;   ///< skip the destination MAC check
 };
 
-/// Also sets l2_len/l3_len on RoCE frames, so the transport finds the UDP header directly.
-Classified classify(rte_mbuf* m, const Identity& us);
+/// Reads the frame and writes nothing into its mbuf: the mbuf's second line (next,
+/// tx_offload) stays as the sending core left it, which then takes the mbuf back from the pool
+/// without fetching that line from this core's cache.
+Classified classify(const rte_mbuf* m, const Identity& us);
 
 }  // namespace ndnic::glue
