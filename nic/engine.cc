@@ -155,22 +155,21 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
 namespace {
 
 /// rte_pktmbuf_reset, which rte_pktmbuf_alloc does after taking an mbuf from the pool, with
-/// the mbuf's second line (next, tx_offload) written only where it does not hold its reset
-/// value already. A pool's mbufs have no next (rte_pktmbuf_prefree_seg clears it), and ours
-/// no TX offload fields unless a port asked for checksums: the line stays shared with the
-/// core that freed the mbuf, instead of being taken from it on every frame.
+/// each field written only where it does not hold its reset value already, and the lengths
+/// left to the frame's builder (which sets them the same way). An mbuf that carries the same
+/// kind of frame as on its last trip (a stream of one size) is then not written at all: its
+/// two lines stay shared with the core that received that frame, instead of being taken from
+/// it here and fetched back by it for the next frame.
 [[gnu::always_inline]] inline void reset_from_pool(rte_mbuf* m) {
-  if (unlikely(m->next != nullptr)) m->next = nullptr;
-  if (unlikely(m->tx_offload != 0)) m->tx_offload = 0;
-  m->pkt_len = 0;
-  m->vlan_tci = 0;
-  m->vlan_tci_outer = 0;
-  m->nb_segs = 1;
-  m->port = RTE_MBUF_PORT_INVALID;
-  m->ol_flags &= RTE_MBUF_F_EXTERNAL;
-  m->packet_type = 0;
-  rte_pktmbuf_reset_headroom(m);
-  m->data_len = 0;
+  store_if_changed(m->next, nullptr);  // a pool's mbufs have none (rte_pktmbuf_prefree_seg)
+  store_if_changed(m->tx_offload, 0);
+  store_if_changed(m->vlan_tci, 0);
+  store_if_changed(m->vlan_tci_outer, 0);
+  store_if_changed(m->nb_segs, 1);
+  store_if_changed(m->port, RTE_MBUF_PORT_INVALID);
+  store_if_changed(m->ol_flags, m->ol_flags & RTE_MBUF_F_EXTERNAL);
+  store_if_changed(m->packet_type, 0);
+  store_if_changed(m->data_off, std::min<uint16_t>(RTE_PKTMBUF_HEADROOM, m->buf_len));
 }
 
 }  // namespace
@@ -184,8 +183,8 @@ namespace {
   const size_t data_at = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(pool) + RTE_PKTMBUF_HEADROOM;
   auto ask = [data_at](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
-    wire::prefetch_to_write(base);
-    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);  // next and tx_offload, read (reset_from_pool)
+    rte_prefetch0(base);  // read: reset_from_pool writes only what changed
+    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);
     wire::prefetch_to_write(base + data_at);
     wire::prefetch_to_write(base + data_at + RTE_CACHE_LINE_SIZE);
   };
