@@ -152,28 +152,6 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
-namespace {
-
-/// rte_pktmbuf_reset, which rte_pktmbuf_alloc does after taking an mbuf from the pool, with
-/// each field written only where it does not hold its reset value already, and the lengths
-/// left to the frame's builder (which sets them the same way). An mbuf that carries the same
-/// kind of frame as on its last trip (a stream of one size) is then not written at all: its
-/// two lines stay shared with the core that received that frame, instead of being taken from
-/// it here and fetched back by it for the next frame.
-[[gnu::always_inline]] inline void reset_from_pool(rte_mbuf* m) {
-  store_if_changed(m->next, nullptr);  // a pool's mbufs have none (rte_pktmbuf_prefree_seg)
-  store_if_changed(m->tx_offload, 0);
-  store_if_changed(m->vlan_tci, 0);
-  store_if_changed(m->vlan_tci_outer, 0);
-  store_if_changed(m->nb_segs, 1);
-  store_if_changed(m->port, RTE_MBUF_PORT_INVALID);
-  store_if_changed(m->ol_flags, m->ol_flags & RTE_MBUF_F_EXTERNAL);
-  store_if_changed(m->packet_type, 0);
-  store_if_changed(m->data_off, std::min<uint16_t>(RTE_PKTMBUF_HEADROOM, m->buf_len));
-}
-
-}  // namespace
-
 [[gnu::always_inline]] inline rte_mbuf* Shard::take_fresh() {
   constexpr uint16_t kAhead = 4;  // frames ahead whose header and first data lines are asked for
   rte_mempool* pool = port->mempool();
@@ -183,8 +161,8 @@ namespace {
   const size_t data_at = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(pool) + RTE_PKTMBUF_HEADROOM;
   auto ask = [data_at](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
-    rte_prefetch0(base);  // read: reset_from_pool writes only what changed
-    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);
+    wire::prefetch_to_write(base);
+    wire::prefetch_to_write(base + RTE_CACHE_LINE_SIZE);  // rte_pktmbuf_reset writes next there
     wire::prefetch_to_write(base + data_at);
     wire::prefetch_to_write(base + data_at + RTE_CACHE_LINE_SIZE);
   };
@@ -197,7 +175,7 @@ namespace {
   }
   if (fresh_next + kAhead < nfresh) ask(fresh[fresh_next + kAhead]);
   rte_mbuf* m = fresh[fresh_next++];
-  reset_from_pool(m);
+  rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool
   return m;
 }
 

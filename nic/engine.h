@@ -28,14 +28,6 @@ class Port;
 
 namespace ndnic::nic {
 
-/// Writes `v` into a field of a frame's mbuf only where it holds another value. The core that
-/// received the mbuf's last frame read its lines; a store would take them back from it, and
-/// the next frame's receive would fetch them again, while a line left alone stays shared.
-template <class Field, class V>
-[[gnu::always_inline]] inline void store_if_changed(Field& field, V v) {
-  if (field != Field(v)) field = Field(v);
-}
-
 constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
 /// mbufs new_frame takes from the pool at once. The receiving core freed them last, so each
@@ -127,8 +119,7 @@ struct Shard {
   /// What ends poll_once and send_now: completions published, frames handed to the port, the
   /// shard quiescent.
   void end_iteration();
-  /// An mbuf for a frame this shard builds, reset but for its lengths (data_len and pkt_len,
-  /// which the caller sets: see reset_from_pool), or nullptr when the pool is empty. Taken from
+  /// An empty mbuf for a frame this shard builds, or nullptr when the pool is empty. Taken from
   /// the pool kFreshMbufs at a time, each asked into the cache a few frames before its turn.
   rte_mbuf* new_frame();
   /// new_frame() for a chain's further segments (zero-copy), out of line: a second caller of

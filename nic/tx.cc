@@ -59,8 +59,8 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   pay->data_len = uint16_t(g.len[0]);
   crc = wire::crc32(crc, bytes, g.len[0]);
   write_trailer(rte_pktmbuf_mtod(tail, uint8_t*), crc, pad);
-  store_if_changed(tail->data_len, pad + 4);
-  store_if_changed(m->data_len, o - rte_pktmbuf_mtod(m, uint8_t*));
+  tail->data_len = uint16_t(pad + 4);
+  m->data_len = uint16_t(o - rte_pktmbuf_mtod(m, uint8_t*));
   m->next = pay;
   pay->next = tail;
   m->nb_segs = 3;
@@ -69,7 +69,7 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
 
 /// A built frame of `total` bytes (its segments' lengths set): counted, then queued.
 void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
-  store_if_changed(m->pkt_len, total);
+  m->pkt_len = uint32_t(total);
   qp.counters.tx_packets++;
   qp.counters.tx_bytes += total;
   s.send(m);
@@ -91,16 +91,15 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
       }
     }
     write_trailer(o, crc, pad);
-    store_if_changed(m->data_len, total);
+    m->data_len = uint16_t(total);
   }
   queue_frame(s, qp, m, total);
 }
 
-/// An mbuf with room for `room` bytes, its lengths the caller's to set (Shard::new_frame), or
-/// nullptr.
+/// An empty mbuf with room for `room` bytes, or nullptr.
 rte_mbuf* frame_for(Shard& s, size_t room) {
   rte_mbuf* m = s.new_frame();
-  if (m && size_t(m->buf_len - m->data_off) < room) {
+  if (m && rte_pktmbuf_tailroom(m) < room) {
     rte_pktmbuf_free(m);
     return nullptr;
   }
@@ -204,7 +203,7 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
   uint8_t* const after = wire::write_aeth(aeth, syndrome, msn);
   crc = wire::crc32_4(crc, aeth);
   std::memcpy(after, &crc, 4);  // little-endian on the wire, as on x86
-  store_if_changed(m->data_len, kAckFrameLen);
+  m->data_len = uint16_t(kAckFrameLen);
   queue_frame(s, qp, m, kAckFrameLen);
 }
 

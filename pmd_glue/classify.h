@@ -21,9 +21,7 @@ struct Identity {
   bool promiscuous;   ///< skip the destination MAC check
 };
 
-/// Reads the frame and writes nothing into its mbuf: the mbuf's second line (next,
-/// tx_offload) stays as the sending core left it, which then takes the mbuf back from the pool
-/// without fetching that line from this core's cache.
+/// Reads the frame and writes nothing into its mbuf (the transport finds its headers itself).
 Classified classify(const rte_mbuf* m, const Identity& us);
 
 }  // namespace ndnic::glue
