@@ -82,6 +82,19 @@ Reject decode_cut(const std::vector<uint8_t>& frame, size_t a, size_t b, size_t 
     require(same_bytes(out.payload, mid.data(), mid.size()), "pieces: payload bytes");
     if (expect) require_same_fields(*expect, out);
   }
+  // Through a receiver's flow cache, kept across inputs (twice: the first may teach it the
+  // head's flow, the second then takes the known-flow shortcut): the same verdict and fields.
+  static RxFlowCache cache;
+  DecodeOptions with;
+  with.flows = &cache;
+  for (int pass = 0; pass < 2; pass++) {
+    RocePacket k{};
+    require(decode_frame(f, &k, with) == r, "pieces, flow cache: verdict differs");
+    if (r != Reject::kOk) continue;
+    require_same_fields(out, k);
+    require(k.payload == out.payload && k.trailer == out.trailer && k.ip4.checksum == out.ip4.checksum,
+            "pieces, flow cache: fields differ");
+  }
   return r;
 }
 
