@@ -53,6 +53,19 @@ class CompleterHostile : public TwoNodes {
     ASSERT_EQ(sc[0].status, WcStatus::kSuccess);
   }
 
+  /// Posts a SEND of `big` bytes (wr_id 1) and then `w` (its `len` bytes land at B's `big`),
+  /// with B's receives for both, and polls A alone until its window is full: B is not polled,
+  /// so no ACK opens the window, and `w` waits behind it, fetched but not yet sent.
+  void queue_behind_full_window(const SendWr& w, uint32_t big, uint32_t len) {
+    ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, big, 0)));
+    ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, big, len, 1)));
+    const uint64_t tx0 = a->qp->counters().tx_packets;
+    ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, big, 1)));
+    ASSERT_TRUE(a->qp->post_send(w));
+    for (int i = 0; i < 1000 && a->qp->counters().tx_packets < tx0 + kWindow; i++) a->dev.poll();
+    ASSERT_GE(a->qp->counters().tx_packets, tx0 + kWindow) << "the window did not fill";
+  }
+
   /// A response to B's QP as if from A's QP, put on the wire from A's port; `corrupt`: one
   /// payload byte flipped after the ICRC was computed.
   void inject(uint8_t opcode, uint32_t psn, uint8_t syndrome, uint32_t payload_len = 0, bool corrupt = false) {
@@ -340,14 +353,7 @@ TEST_F(CompleterHostile, GatherFromADeregisteredRegionFailsWithLocalProtection) 
       ASSERT_TRUE(run_until([&] { return a->qp->counters().tx_packets >= tx0 + kLen / kMtu; }));
       a->dev.set_faults(nullptr);
     } else {
-      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, kBig, 0)));
-      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, kBig, kLen, 1)));
-      const uint64_t tx0 = a->qp->counters().tx_packets;
-      ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, kBig, 1)));
-      ASSERT_TRUE(a->qp->post_send(w));
-      // A alone: B is not polled, so no ACK opens the window and the request behind waits.
-      for (int i = 0; i < 1000 && a->qp->counters().tx_packets < tx0 + kWindow; i++) a->dev.poll();
-      ASSERT_GE(a->qp->counters().tx_packets, tx0 + kWindow) << "the window did not fill";
+      ASSERT_NO_FATAL_FAILURE(queue_behind_full_window(w, kBig, kLen));
     }
     // The application takes the region back while the request still needs it; whoever gets
     // the memory next writes into it.
@@ -392,13 +398,7 @@ TEST_F(CompleterHostile, ARequestWhoseRegionStaysRegisteredGoesOutIntact) {
       w.sge[0] = {addr(src.data()), first, k.lkey};
       if (sges == 2) w.sge[1] = {addr(src.data() + first), kLen - first, k.lkey};
       std::fill(b->buf.begin(), b->buf.end() - 64, 0);
-      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, 0, kBig, 0)));
-      ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, kBig, kLen, 1)));
-      const uint64_t tx0 = a->qp->counters().tx_packets;
-      ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, 0, kBig, 1)));
-      ASSERT_TRUE(a->qp->post_send(w));
-      for (int i = 0; i < 1000 && a->qp->counters().tx_packets < tx0 + kWindow; i++) a->dev.poll();
-      ASSERT_GE(a->qp->counters().tx_packets, tx0 + kWindow) << "the window did not fill";
+      ASSERT_NO_FATAL_FAILURE(queue_behind_full_window(w, kBig, kLen));
       if (other_deregistered) ASSERT_TRUE(a->dev.deregister_mr(ko.lkey));
       std::vector<Completion> sc, rc;
       ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
