@@ -35,7 +35,7 @@ void Shard::process_frame(rte_mbuf* m) {
 rte_mbuf* Shard::take_chain(rte_mbuf* m, wire::RocePacket& pkt, const wire::DecodeOptions& opt) {
   if (m->nb_segs == 3 && wire::decode_frame(pieces_of(m), &pkt, opt) == wire::Reject::kOk) {
     rejects.add(wire::Reject::kOk);  // a zero-copy sender's chain, read where its pieces are
-    if (!recv_packet(*this, pkt, m)) rte_pktmbuf_free(m);
+    if (!recv_packet(*this, pkt, m)) retire(m);
     return nullptr;
   }
   // Any other chain, or one refused in pieces: made contiguous, it is decoded (and counted) as
@@ -43,6 +43,14 @@ rte_mbuf* Shard::take_chain(rte_mbuf* m, wire::RocePacket& pkt, const wire::Deco
   rte_mbuf* lin = linearize(m);
   if (!lin) rejects.add(wire::Reject::kTruncatedEthernet);
   return lin;
+}
+
+void Shard::retire_segments(rte_mbuf* m) {
+  while (m != nullptr) {
+    rte_mbuf* next = m->next;  // prefree clears it
+    if (rte_mbuf* seg = rte_pktmbuf_prefree_seg(m)) spend(seg);
+    m = next;
+  }
 }
 
 wire::FramePieces Shard::pieces_of(const rte_mbuf* m) {

@@ -56,6 +56,9 @@ enum class Op { kSend, kWrite, kRead };
 struct Shape {
   Op op;
   uint32_t len;
+  /// Each request packet with a payload arrives as a zero-copy sender's chain: headers,
+  /// payload and trailer in three mbufs (the responder benchmark only).
+  bool chained = false;
   uint32_t packets() const { return len == 0 ? 1 : (len + kMtu - 1) / kMtu; }
   const char* name() const { return op == Op::kSend ? "SEND" : op == Op::kWrite ? "WRITE" : "READ"; }
 };
@@ -177,19 +180,46 @@ uint8_t request_opcode(Op op, bool first, bool last) {
   return first && last ? kRcSendOnly : first ? kRcSendFirst : last ? kRcSendLast : kRcSendMiddle;
 }
 
-/// Encodes `pkt` into an mbuf from `pool` at the end of `out`, as a PMD would deliver it. On
-/// failure every mbuf in `out` goes back and `out` is emptied.
-bool append_frame(rte_mempool* pool, const wire::RocePacket& pkt, std::vector<rte_mbuf*>* out) {
+/// Moves the payload and the trailer (pad and ICRC) of the frame in `head` into two mbufs
+/// chained behind it, as a zero-copy sender's frame arrives over net_ring. False when the pool
+/// is out of mbufs (`head` unchanged).
+bool split_into_chain(rte_mempool* pool, rte_mbuf* head, const wire::RocePacket& pkt) {
+  rte_mbuf* pay = rte_pktmbuf_alloc(pool);
+  rte_mbuf* tail = pay ? rte_pktmbuf_alloc(pool) : nullptr;
+  if (!tail) {
+    rte_pktmbuf_free(pay);
+    return false;
+  }
+  const uint16_t trailer = uint16_t(pkt.bth.pad + wire::kIcrcLen);
+  const uint16_t at = uint16_t(head->data_len - trailer - pkt.payload_len);
+  const uint8_t* f = rte_pktmbuf_mtod(head, const uint8_t*);
+  std::memcpy(rte_pktmbuf_mtod(pay, uint8_t*), f + at, pkt.payload_len);
+  std::memcpy(rte_pktmbuf_mtod(tail, uint8_t*), f + at + pkt.payload_len, trailer);
+  pay->data_len = uint16_t(pkt.payload_len);
+  tail->data_len = trailer;
+  head->data_len = at;
+  head->next = pay;
+  pay->next = tail;
+  head->nb_segs = 3;
+  return true;
+}
+
+/// Encodes `pkt` into an mbuf from `pool` at the end of `out`, as a PMD would deliver it (in
+/// three pieces where `chained` and it has a payload). On failure every mbuf in `out` goes
+/// back and `out` is emptied.
+bool append_frame(rte_mempool* pool, const wire::RocePacket& pkt, std::vector<rte_mbuf*>* out, bool chained = false) {
   rte_mbuf* mb = rte_pktmbuf_alloc(pool);
   const size_t len = mb ? wire::encode_frame(pkt, rte_pktmbuf_mtod(mb, uint8_t*), rte_pktmbuf_tailroom(mb)) : 0;
   if (mb) out->push_back(mb);
-  if (len == 0) {
+  if (len != 0) {
+    mb->data_len = uint16_t(len);
+    mb->pkt_len = uint32_t(len);
+  }
+  if (len == 0 || (chained && pkt.payload_len != 0 && !split_into_chain(pool, mb, pkt))) {
     rte_pktmbuf_free_bulk(out->data(), unsigned(out->size()));
     out->clear();
     return false;
   }
-  mb->data_len = uint16_t(len);
-  mb->pkt_len = uint32_t(len);
   return true;
 }
 
@@ -225,7 +255,7 @@ bool build_requests(Pair& p, const Shape& shape, uint32_t msgs, uint32_t* psn, s
         pkt.payload_len = std::min(kMtu, shape.len - off);
         pkt.bth.pad = wire::pad_for(pkt.payload_len);
       }
-      if (!append_frame(p.b.port.mempool(), pkt, out)) return false;
+      if (!append_frame(p.b.port.mempool(), pkt, out, shape.chained)) return false;
       const size_t burst = (out->size() - 1) / kRxBurst;
       if (shape.op != Op::kRead && pkt.bth.ack_req && burst != acked_burst) {
         acked_burst = burst;
@@ -460,10 +490,15 @@ bool register_all() {
   const Shape kRequests[] = {{Op::kSend, 64},  {Op::kSend, kMtu},  {Op::kSend, 32 * kMtu},
                              {Op::kWrite, 64}, {Op::kWrite, kMtu}, {Op::kWrite, 32 * kMtu}};
   const Shape kReads[] = {{Op::kRead, 64}, {Op::kRead, kMtu}, {Op::kRead, 32 * kMtu}};
+  // Full-MTU packets as a zero-copy sender's chains (net_ring's large frames): the pieces'
+  // decode and the chain's free.
+  const Shape kChained[] = {{Op::kSend, 32 * kMtu, true}, {Op::kWrite, 32 * kMtu, true}};
   auto name = [](const char* what, const Shape& sh) {
-    return std::string(what) + "/" + sh.name() + "/" + std::to_string(sh.len);
+    return std::string(what) + "/" + sh.name() + "/" + std::to_string(sh.len) + (sh.chained ? "/chained" : "");
   };
   for (const Shape& sh : kRequests)
+    benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
+  for (const Shape& sh : kChained)
     benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
   for (const Shape& sh : kReads)
     benchmark::RegisterBenchmark(name("BM_responder", sh).c_str(), BM_responder, sh)->UseManualTime()->MinTime(kMinTime);
