@@ -102,7 +102,9 @@ bool requester_gather_checked(Shard& s, const Qp::Impl& qp, const SendWqe& w, ui
     return true;
   }
   // No deregistration has started since FETCH checked the one SGE: its check still holds
-  // (MemoryTable::region_epoch), and the key lookup is saved on every packet.
+  // (MemoryTable::region_epoch), and the key lookup is saved on every packet. Written out
+  // rather than through requester_gather: that call cost BM_stream SEND 64 B 27 instructions
+  // per message (2194.6 -> 2221.6).
   if (w.wr.num_sge == 1 && s.dev->memory.region_epoch() == w.region_epoch) {
     g->n = 1;
     g->total = len;
