@@ -471,6 +471,90 @@ void BM_stream(benchmark::State& state, Shape shape) {
   report(state, uint64_t(msgs) * shape.packets(), uint64_t(msgs) * shape.len);
 }
 
+// ---- ping-pong -----------------------------------------------------------------------------
+
+/// Runs `dev` until `cq` holds a completion, which must be a success of `len` bytes. False on a
+/// failure or after about 5 s.
+bool progress_until(Device& dev, Cq* cq, uint32_t len) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  Completion c;
+  for (unsigned pass = 1;; pass++) {
+    dev.progress();
+    if (cq->poll(&c, 1) == 1) return c.status == WcStatus::kSuccess && c.byte_len == len;
+    if (pass % 1024 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+/// send_lat's exchange with both ends on one thread, each driving its device as run to
+/// completion does (a post runs Qp::send_now, a look at the CQ runs Device::progress).
+struct PingPong {
+  Node* ends[2];
+  SendWr wr[2]{};
+  RecvWr rwr[2]{};
+  uint32_t len;
+  uint64_t sends_done = 0;
+  bool send_failed = false;
+
+  PingPong(Pair& p, uint32_t n) : ends{&p.a, &p.b}, len(n) {
+    for (int i = 0; i < 2; i++) {
+      wr[i].opcode = WrOpcode::kSend;
+      wr[i].flags = kWrSignaled;
+      wr[i].num_sge = 1;
+      wr[i].sge[0] = {reinterpret_cast<uint64_t>(ends[i]->buf.data()), len, ends[i]->mr.lkey};
+      rwr[i].num_sge = 1;
+      rwr[i].sge[0] = {reinterpret_cast<uint64_t>(ends[i]->buf.data() + kBufSize / 2), len, ends[i]->mr.lkey};
+    }
+  }
+
+  /// The send completions the ACKs brought, as send_lat reaps them.
+  void reap_sends() {
+    Completion c[16];
+    for (Node* n : ends)
+      for (unsigned k; (k = n->scq->poll(c, 16)) != 0; sends_done += k)
+        for (unsigned i = 0; i < k; i++) send_failed |= c[i].status != WcStatus::kSuccess;
+  }
+
+  /// One round: A sends, B takes it and answers, A takes the answer. nullptr, or what failed.
+  /// Out of line, so that callgrind can count it alone (--toggle-collect='*PingPong::round*').
+  [[gnu::noinline]] const char* round() {
+    for (Node* n : ends)  // each end's receive for this round, as send_lat posts its next one
+      if (!n->qp->post_recv(rwr[n == ends[1]])) return "post_recv refused";
+    for (int from = 0; from < 2; from++) {
+      Node& me = *ends[from];
+      Node& peer = *ends[1 - from];
+      if (!me.qp->post_send(wr[from])) return "post_send refused";
+      me.qp->send_now();
+      if (!progress_until(peer.dev, peer.rcq, len)) return "a message did not arrive";
+    }
+    reap_sends();
+    return nullptr;
+  }
+
+  /// After `rounds` rounds: every send completes once the last ACKs are in.
+  bool sends_complete(uint64_t rounds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (sends_done < 2 * rounds && !send_failed && std::chrono::steady_clock::now() < deadline) {
+      for (Node* n : ends) n->dev.progress();
+      reap_sends();
+    }
+    return sends_done == 2 * rounds && !send_failed;
+  }
+};
+
+// send_lat's round trip, both ends on this thread. One thread has no line crossing between
+// cores, so its time per round trip is the software's share of one (R3's excess over raw_lat),
+// ACKs and send completions included.
+void BM_pingpong(benchmark::State& state, Shape shape) {
+  Pair* p = pair(state);
+  if (!p) return;
+  PingPong pp(*p, shape.len);
+  for (auto _ : state)
+    if (const char* failed = pp.round()) return state.SkipWithError(failed);
+  if (!pp.sends_complete(uint64_t(state.iterations())) || !p->healthy())
+    return state.SkipWithError("a send did not complete with success");
+  report(state, 2, 2 * uint64_t(shape.len));
+}
+
 // ---- one engine iteration with nothing to do -------------------------------------------------
 
 // What run to completion pays for every look at a CQ that finds the engine idle: Device::progress
@@ -513,6 +597,7 @@ bool register_all() {
     benchmark::RegisterBenchmark(name("BM_completer", sh).c_str(), BM_completer, sh)->UseManualTime()->MinTime(kMinTime);
   for (const Shape& sh : kRequests)
     benchmark::RegisterBenchmark(name("BM_stream", sh).c_str(), BM_stream, sh)->UseRealTime()->MinTime(kMinTime);
+  benchmark::RegisterBenchmark("BM_pingpong/SEND/8", BM_pingpong, Shape{Op::kSend, 8})->MinTime(kMinTime);
   benchmark::RegisterBenchmark("BM_idle_iteration", BM_idle_iteration)->MinTime(kMinTime);
   return true;
 }
