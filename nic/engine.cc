@@ -1,6 +1,7 @@
 // The poll loop of one shard: control requests, a receive burst through the decoder to the
 // responder and completer, the requester and READ replies of every QP, timers, one TX flush.
 #include <algorithm>
+#include <cstring>
 
 #include <rte_mbuf.h>
 #include <rte_prefetch.h>
@@ -81,7 +82,7 @@ Completion& Shard::stage_completion(Cq::Impl* cq) {
 
 void Shard::flush_completions() {
   for (CqBatch& b : cq_batch) {
-    if (b.n == 0) continue;
+    if (b.n == 0) break;  // the batches in use are a prefix (stage_completion)
     const unsigned k = b.cq->push_batch(b.c, b.n);
     for (unsigned i = k; i < b.n; i++) {
       Qp::Impl* qp = dev->qp_by_number(b.c[i].qpn);
@@ -207,13 +208,22 @@ void Shard::send(rte_mbuf* m) {
 }
 
 void Shard::flush_tx() {
+  if (!fault_tx) {  // the batch goes to the port as it is; what it did not take moves up
+    if (ntx == 0) return;
+    uint16_t done = 0;
+    for (unsigned spin = 0; done < ntx && spin < kTxSpins; spin++)
+      done += port->tx_burst(tx + done, uint16_t(ntx - done), queue);
+    if (done != 0 && done < ntx) std::memmove(tx, tx + done, (ntx - done) * sizeof tx[0]);
+    ntx = uint16_t(ntx - done);
+    return;
+  }
   // With a TX fault switch holding frames back, an empty batch still releases them.
-  if (ntx == 0 && !(fault_tx && fault_tx->held())) return;
+  if (ntx == 0 && !fault_tx->held()) return;
   rte_mbuf* out[kTxBatch * 2];
   uint16_t n = ntx;
   for (uint16_t i = 0; i < n; i++) out[i] = tx[i];
   ntx = 0;
-  if (fault_tx) n = fault_tx->apply(out, n, kTxBatch * 2, port->mempool());
+  n = fault_tx->apply(out, n, kTxBatch * 2, port->mempool());
   uint16_t done = 0;
   for (unsigned spin = 0; done < n && spin < kTxSpins; spin++)
     done += port->tx_burst(out + done, uint16_t(n - done), queue);
