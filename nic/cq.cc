@@ -27,6 +27,9 @@ rte_ring* make_ring(Cq::Impl* cq, uint32_t entries) {
 }
 
 unsigned take(rte_ring* r, Completion* out, unsigned n) {
+  // A look that finds nothing (most of a polling loop's) compares the two tails and goes:
+  // the dequeue's start and its mode switch cost ~30 instructions more.
+  if (rte_ring_empty(r)) return 0;
   return zc_dequeue_burst<Completion>(r, n, [&](const Completion& c) { *out++ = c; });
 }
 
