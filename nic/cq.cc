@@ -5,51 +5,26 @@
 #include <unistd.h>
 
 #include <climits>
-#include <string>
-
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include "nic/cq_impl.h"
-#include "nic/zc_ring.h"
+#include "nic/cq_ring.h"
 
 namespace ndnic::nic {
 
-namespace {
-
-// rte_ring holds count - 1 entries; round up so the caller gets at least `entries`. The
-// lcores that complete into one CQ enqueue in HTS mode (one at a time, a compare-and-swap each
-// as in MP mode), which lets both ends copy entries themselves (nic/zc_ring.h).
-rte_ring* make_ring(Cq::Impl* cq, uint32_t entries) {
-  const std::string name = cq->name + "_" + std::to_string(cq->generation++);
-  return rte_ring_create_elem(name.c_str(), sizeof(Completion), rte_align32pow2(entries + 1), SOCKET_ID_ANY,
-                              RING_F_MP_HTS_ENQ | RING_F_SC_DEQ);
-}
-
-unsigned take(rte_ring* r, Completion* out, unsigned n) {
-  // A look that finds nothing (most of a polling loop's) compares the two tails and goes:
-  // the dequeue's start and its mode switch cost ~30 instructions more.
-  if (rte_ring_empty(r)) return 0;
-  return zc_dequeue_burst<Completion>(r, n, [&](const Completion& c) { *out++ = c; });
-}
-
-}  // namespace
-
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, GracePeriod grace) {
+bool cq_create(Cq::Impl* cq, uint32_t entries, GracePeriod grace) {
   if (entries == 0) return false;
-  cq->name = "ndnic_cq_" + std::to_string(serial);
   cq->grace = grace;
-  rte_ring* r = make_ring(cq, entries);
+  CqRing* r = CqRing::create(entries);
   if (!r) return false;
   cq->ring.store(r, std::memory_order_release);
-  cq->capacity = rte_ring_get_capacity(r);
+  cq->capacity = r->capacity();
   cq->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   return cq->efd >= 0;
 }
 
 void cq_destroy(Cq::Impl* cq) {
-  if (rte_ring* r = cq->ring.exchange(nullptr)) rte_ring_free(r);
-  for (auto& [r, token] : cq->old_rings) rte_ring_free(r);
+  CqRing::destroy(cq->ring.exchange(nullptr));
+  for (auto& [r, token] : cq->old_rings) CqRing::destroy(r);
   cq->old_rings.clear();
   if (cq->efd >= 0) close(cq->efd);
   cq->efd = -1;
@@ -58,8 +33,7 @@ void cq_destroy(Cq::Impl* cq) {
 bool Cq::Impl::push(const Completion& c) { return push_batch(&c, 1) == 1; }
 
 unsigned Cq::Impl::push_batch(const Completion* c, unsigned n) {
-  rte_ring* r = ring.load(std::memory_order_acquire);
-  const unsigned k = zc_enqueue<Completion>(r, n, ZcFill::kAsMany, [&](Completion* slot, unsigned i) { *slot = c[i]; });
+  const unsigned k = ring.load(std::memory_order_acquire)->push(c, n);
   if (k < n) {
     overflows.fetch_add(n - k, std::memory_order_relaxed);
     // Whoever waits hears of it, armed for any result or for errors only.
@@ -128,15 +102,15 @@ unsigned Cq::poll(Completion* out, unsigned n) {
   // completions in the next.
   while (!c->old_rings.empty()) {
     auto [r, token] = c->old_rings.front();
-    unsigned k = take(r, out, n);
+    unsigned k = r->pop(out, n);
     if (k) return k;
     if (!c->grace.passed(token)) return 0;  // a producer may still hold it
-    k = take(r, out, n);
+    k = r->pop(out, n);
     if (k) return k;
-    rte_ring_free(r);
+    CqRing::destroy(r);
     c->old_rings.pop_front();
   }
-  return take(c->ring.load(std::memory_order_relaxed), out, n);
+  return c->ring.load(std::memory_order_relaxed)->pop(out, n);
 }
 
 void Cq::arm(bool solicited_only) {
@@ -162,20 +136,20 @@ uint32_t Cq::capacity() const { return impl_->capacity; }
 
 uint32_t Cq::queued() const {
   const Impl* c = impl_;
-  uint32_t n = rte_ring_count(c->ring.load(std::memory_order_acquire));
-  for (const auto& [r, token] : c->old_rings) n += rte_ring_count(r);
+  uint32_t n = c->ring.load(std::memory_order_acquire)->queued();
+  for (const auto& [r, token] : c->old_rings) n += r->queued();
   return n;
 }
 
 bool Cq::resize(uint32_t entries) {
   Impl* c = impl_;
   if (entries == 0 || entries < queued()) return false;  // results waiting must fit
-  if (rte_align32pow2(entries + 1) - 1 == c->capacity) return true;  // the same ring would do
-  rte_ring* fresh = make_ring(c, entries);
+  if (CqRing::capacity_for(entries) == c->capacity) return true;  // the same ring would do
+  CqRing* fresh = CqRing::create(entries);
   if (!fresh) return false;
-  rte_ring* cur = c->ring.exchange(fresh, std::memory_order_acq_rel);
+  CqRing* cur = c->ring.exchange(fresh, std::memory_order_acq_rel);
   c->old_rings.emplace_back(cur, c->grace.start());
-  c->capacity = rte_ring_get_capacity(fresh);
+  c->capacity = fresh->capacity();
   return true;
 }
 

@@ -1,4 +1,4 @@
-// Completion queue internals: an rte_ring of Completion entries (lcores produce, the
+// Completion queue internals: a ring of Completion entries (cq_ring.h: lcores produce, the
 // application consumes), and the signal of an armed CQ: a futex word for waiters that watch
 // the CQ themselves, an eventfd for everyone else.
 #pragma once
@@ -6,15 +6,14 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <string>
 #include <utility>
 
 #include "ndnic/nic.h"
 #include "nic/grace_period.h"
 
-struct rte_ring;
-
 namespace ndnic::nic {
+
+class CqRing;
 
 enum class CqArm : uint8_t { kNone, kAny, kSolicited, kErrors };
 
@@ -23,13 +22,11 @@ struct Cq::Impl {
   /// Where producers enqueue. Resize publishes a new ring here; the one it replaces stays in
   /// `old_rings` until drained and every lcore has passed a quiescent state (no producer can
   /// still hold it), so completions keep their order and none is lost.
-  std::atomic<rte_ring*> ring{nullptr};
+  std::atomic<CqRing*> ring{nullptr};
   /// Consumer-only: rings replaced by Resize, oldest first, each with the QSBR token taken
   /// when it was replaced; drained before `ring`.
-  std::deque<std::pair<rte_ring*, uint64_t>> old_rings;
+  std::deque<std::pair<CqRing*, uint64_t>> old_rings;
   GracePeriod grace;                     ///< the device's shards
-  std::string name;                      ///< base of the rings' names
-  unsigned generation = 0;               ///< rings made for this CQ (names must be unique)
   uint32_t capacity = 0;
   int efd = -1;
   std::atomic<CqArm> armed{CqArm::kNone};
@@ -59,7 +56,7 @@ struct Cq::Impl {
   unsigned push_batch(const Completion* c, unsigned n);
 };
 
-bool cq_create(Cq::Impl* cq, uint32_t entries, unsigned serial, GracePeriod grace);
+bool cq_create(Cq::Impl* cq, uint32_t entries, GracePeriod grace);
 void cq_destroy(Cq::Impl* cq);
 
 }  // namespace ndnic::nic

@@ -267,7 +267,7 @@ uint32_t Device::mw_key(uint32_t handle) const { return impl_->memory.window_key
 Cq* Device::create_cq(uint32_t entries) {
   std::lock_guard control(impl_->control);
   auto cq = std::make_unique<Cq::Impl>();
-  if (!cq_create(cq.get(), entries, g_serial++, impl_->grace)) {
+  if (!cq_create(cq.get(), entries, impl_->grace)) {
     cq_destroy(cq.get());
     return nullptr;
   }
