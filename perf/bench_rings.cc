@@ -338,6 +338,53 @@ void BM_nd(benchmark::State& state) {
   per_entry(state, int64_t(n));
 }
 
+/// Takes results from `cq` until `want` is among them (others must be successes too).
+bool wait_for(INDCompletionQueue* cq, const ND_RESULT* want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  ND_RESULT* r[4];
+  for (;;) {
+    const SIZE_T k = cq->GetResults(r, 4);
+    bool found = false;
+    for (SIZE_T i = 0; i < k; i++) {
+      if (r[i]->Status != ND_SUCCESS) return false;
+      found |= r[i] == want;
+    }
+    if (found) return true;
+    if (k == 0 && std::chrono::steady_clock::now() > deadline) return false;
+  }
+}
+
+// send_lat's round trip through the rings alone: A sends, B's application takes the receive and
+// answers, A's takes that, with both engines on the worker lcore and both applications on this
+// thread. Each half crosses the send ring to the lcore and the CQ back: the two crossings a
+// round trip with worker lcores adds to the wire's (R3 with --progress=workers).
+void BM_nd_pingpong(benchmark::State& state) {
+  NdPair* p = nd_pair(state);
+  if (!p) return;
+  const Polling polling(p);
+  if (!polling.ok) return state.SkipWithError("no free worker lcore for the poller");
+  ND_RESULT send[2], recv[2];
+  NdSide* side[2] = {&p->a, &p->b};
+  for (auto _ : state) {
+    for (int i = 0; i < 2; i++) {
+      const ND_SGE in{side[i]->buf.data() + kBufSize / 2, kMsgLen, side[i]->mr};
+      if (side[i]->ep->Receive(&recv[i], &in, 1) != ND_SUCCESS) return state.SkipWithError("Receive refused");
+    }
+    for (int from = 0; from < 2; from++) {
+      const ND_SGE out{side[from]->buf.data(), kMsgLen, side[from]->mr};
+      if (side[from]->ep->Send(&send[from], &out, 1, 0) != ND_SUCCESS) return state.SkipWithError("Send refused");
+      if (!wait_for(side[1 - from]->cq, &recv[1 - from])) return state.SkipWithError("the message did not arrive");
+    }
+  }
+  // The last sends' completions, so that the next case starts from an empty CQ.
+  for (NdSide* s : side) {
+    ND_RESULT* r[4];
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (std::chrono::steady_clock::now() < deadline) s->cq->GetResults(r, 4);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 // A poll that finds nothing: what an application's spin loop pays between completions.
 void BM_nd_get_results_empty(benchmark::State& state) {
   NdPair* p = nd_pair(state);
@@ -358,6 +405,7 @@ BENCHMARK(BM_nd<NdTimed::kSend>)->Name("BM_nd_send")->Apply(nd_batches);
 BENCHMARK(BM_nd<NdTimed::kReceive>)->Name("BM_nd_receive")->Apply(nd_batches);
 BENCHMARK(BM_nd<NdTimed::kGetResults>)->Name("BM_nd_get_results")->Apply(nd_batches);
 BENCHMARK(BM_nd_get_results_empty)->MinTime(kMinTime);
+BENCHMARK(BM_nd_pingpong)->MinTime(kMinTime)->UseRealTime();
 BENCHMARK(BM_nd<NdTimed::kSendBatched>)->Name("BM_nd_send_batched")->Apply(nd_batches);
 
 }  // namespace
