@@ -39,9 +39,9 @@ unsigned CqRing::push(const Completion* c, unsigned n) {
   unsigned k;
   do {
     // A position read before the head it is set against is at most that head: the space it
-    // gives is never more than there is (and a stale head fails the exchange below).
-    // Acquire and release, so that whoever writes a slot this frees comes after the consumer's
-    // read of it, whichever producer read the consumer's position.
+    // gives is never more than there is (and a stale head fails the exchange below). Acquire
+    // and release, so that whoever writes a slot this frees comes after the consumer's read of
+    // it, whichever producer read the consumer's position.
     uint64_t seen = cons_seen_.load(std::memory_order_acquire);
     if (h - seen + n > usable_) {
       seen = cons_.load(std::memory_order_acquire);

@@ -37,7 +37,9 @@ class CqRing {
   /// The one consumer: takes up to n of the oldest, in order, into `out`; returns how many.
   unsigned pop(Completion* out, unsigned n);
 
-  /// Completions pushed and not yet taken (any thread; exact when no one pushes or pops).
+  /// Completions published and not yet taken: one reserved but not yet written is not counted,
+  /// so an armed CQ is never told of a result it cannot take yet (any thread; exact when no
+  /// one pushes or pops).
   uint32_t queued() const;
 
  private:
