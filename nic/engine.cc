@@ -17,6 +17,15 @@ namespace {
 
 constexpr unsigned kTxSpins = 4;  ///< tries per flush; what is left waits for the next one
 
+/// Hands frames to the port, trying again a few times while it takes only part; returns how
+/// many it took (the first ones).
+uint16_t to_port(glue::Port& port, uint16_t queue, rte_mbuf** frames, uint16_t n) {
+  uint16_t done = 0;
+  for (unsigned spin = 0; done < n && spin < kTxSpins; spin++)
+    done += port.tx_burst(frames + done, uint16_t(n - done), queue);
+  return done;
+}
+
 }  // namespace
 
 void Shard::process_frame(rte_mbuf* m) {
@@ -210,9 +219,7 @@ void Shard::send(rte_mbuf* m) {
 void Shard::flush_tx() {
   if (!fault_tx) {  // the batch goes to the port as it is; what it did not take moves up
     if (ntx == 0) return;
-    uint16_t done = 0;
-    for (unsigned spin = 0; done < ntx && spin < kTxSpins; spin++)
-      done += port->tx_burst(tx + done, uint16_t(ntx - done), queue);
+    const uint16_t done = to_port(*port, queue, tx, ntx);
     if (done != 0 && done < ntx) std::memmove(tx, tx + done, (ntx - done) * sizeof tx[0]);
     ntx = uint16_t(ntx - done);
     return;
@@ -224,9 +231,7 @@ void Shard::flush_tx() {
   for (uint16_t i = 0; i < n; i++) out[i] = tx[i];
   ntx = 0;
   n = fault_tx->apply(out, n, kTxBatch * 2, port->mempool());
-  uint16_t done = 0;
-  for (unsigned spin = 0; done < n && spin < kTxSpins; spin++)
-    done += port->tx_burst(out + done, uint16_t(n - done), queue);
+  const uint16_t done = to_port(*port, queue, out, n);
   // Keep what the port did not take, in order, for the next flush; only what does not fit
   // (duplicates the fault switch added) is dropped.
   for (uint16_t i = done; i < n; i++) {

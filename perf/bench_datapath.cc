@@ -517,8 +517,8 @@ struct PingPong {
   /// One round: A sends, B takes it and answers, A takes the answer. nullptr, or what failed.
   /// Out of line, so that callgrind can count it alone (--toggle-collect='*PingPong::round*').
   [[gnu::noinline]] const char* round() {
-    for (Node* n : ends)  // each end's receive for this round, as send_lat posts its next one
-      if (!n->qp->post_recv(rwr[n == ends[1]])) return "post_recv refused";
+    for (int i = 0; i < 2; i++)  // each end's receive for this round, as send_lat posts its next one
+      if (!ends[i]->qp->post_recv(rwr[i])) return "post_recv refused";
     for (int from = 0; from < 2; from++) {
       Node& me = *ends[from];
       Node& peer = *ends[1 - from];
