@@ -1,9 +1,10 @@
 // CRC-32 throughput side by side: the RoCEv2 ICRC of a whole frame, crc32() (dispatching; its
-// label says which path it chose), each kernel (slicing-by-8 table, PCLMULQDQ, VPCLMULQDQ), zlib,
-// and memcpy as the memory-bandwidth yardstick, with crc32_copy() beside it against a memcpy
-// followed by crc32(). Every benchmark counts the same N bytes, so the GB/s columns compare
+// label says which path it chose), each kernel (slicing-by-8 table, PCLMULQDQ, VPCLMULQDQ on
+// 256- and on 512-bit registers), zlib, and memcpy as the memory-bandwidth yardstick, with
+// crc32_copy() beside it against a memcpy followed by crc32(). Every benchmark counts the same N bytes, so the GB/s columns compare
 // directly; for the ICRC N is the payload (the ICRC also covers the 48 masked header bytes, which
-// is exactly its per-packet overhead). NDNIC_CRC=table|pclmul|vpclmul forces crc32()'s path.
+// is exactly its per-packet overhead). NDNIC_CRC=table|pclmul|vpclmul256|vpclmul forces crc32()'s
+// path.
 #include <zlib.h>
 
 #include <cstring>
@@ -61,14 +62,16 @@ uint32_t dispatching(uint32_t c, const uint8_t* p, size_t n) { return crc32(c, p
 uint32_t table(uint32_t c, const uint8_t* p, size_t n) { return crc32_table(c, p, n); }
 uint32_t clmul(uint32_t c, const uint8_t* p, size_t n) { return detail::crc32_clmul(c, p, n); }
 uint32_t vpclmul(uint32_t c, const uint8_t* p, size_t n) { return detail::crc32_vpclmul(c, p, n); }
+uint32_t vpclmul256(uint32_t c, const uint8_t* p, size_t n) { return detail::crc32_vpclmul256(c, p, n); }
 
 using detail::CrcPath;
 
 /// The shortest input a path's own kernels accept.
 constexpr size_t min_len(CrcPath path) {
-  return path == CrcPath::kVpclmul ? detail::kVpclmulMinLen
-         : path == CrcPath::kPclmul ? detail::kClmulMinLen
-                                    : 0;
+  return path == CrcPath::kVpclmul      ? detail::kVpclmulMinLen
+         : path == CrcPath::kVpclmul256 ? detail::kVpclmul256MinLen
+         : path == CrcPath::kPclmul     ? detail::kClmulMinLen
+                                        : 0;
 }
 
 bool cpu_runs(benchmark::State& state, CrcPath needs) {
@@ -153,6 +156,9 @@ uint32_t copy_clmul(uint32_t c, uint8_t* d, const uint8_t* s, size_t n) {
 uint32_t copy_vpclmul(uint32_t c, uint8_t* d, const uint8_t* s, size_t n) {
   return detail::crc32_copy_vpclmul(c, d, s, n);
 }
+uint32_t copy_vpclmul256(uint32_t c, uint8_t* d, const uint8_t* s, size_t n) {
+  return detail::crc32_copy_vpclmul256(c, d, s, n);
+}
 
 /// A copy must copy and agree with zlib before it is timed.
 template <uint32_t (*F)(uint32_t, uint8_t*, const uint8_t*, size_t), CrcPath kNeeds>
@@ -183,6 +189,7 @@ void sizes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_icrc)->Arg(0)->Apply(sizes);
 BENCHMARK(BM_crc<dispatching>)->Name("BM_crc32")->Apply(sizes);
 BENCHMARK(BM_crc<vpclmul, CrcPath::kVpclmul>)->Name("BM_crc32_vpclmul")->Apply(sizes);
+BENCHMARK(BM_crc<vpclmul256, CrcPath::kVpclmul256>)->Name("BM_crc32_vpclmul256")->Apply(sizes);
 BENCHMARK(BM_crc<clmul, CrcPath::kPclmul>)->Name("BM_crc32_pclmul")->Apply(sizes);
 BENCHMARK(BM_crc<table>)->Name("BM_crc32_table")->Apply(sizes);
 BENCHMARK(BM_crc<zlib>)->Name("BM_zlib_crc32")->Apply(sizes);
@@ -213,6 +220,12 @@ BENCHMARK(BM_chained<clmul, CrcPath::kPclmul>)->Name("BM_crossover_clmul")->Appl
 BENCHMARK(BM_chained<table>)->Name("BM_crossover_table")->Apply(crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_chained<vpclmul, CrcPath::kVpclmul>)->Name("BM_crossover_vpclmul")->Apply(wide_crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_chained<clmul, CrcPath::kPclmul>)->Name("BM_crossover_wide_clmul")->Apply(wide_crossover_sizes)->MinTime(kMinTime);
+// And where the 256-bit fold starts to beat the 128-bit one (kVpclmul256Crossover).
+void ymm_crossover_sizes(benchmark::internal::Benchmark* b) {
+  for (int64_t n = int64_t(detail::kVpclmul256MinLen); n <= 256; n += 16) b->Arg(n);
+}
+BENCHMARK(BM_chained<vpclmul256, CrcPath::kVpclmul256>)->Name("BM_crossover_vpclmul256")->Apply(ymm_crossover_sizes)->MinTime(kMinTime);
+BENCHMARK(BM_chained<clmul, CrcPath::kPclmul>)->Name("BM_crossover_ymm_clmul")->Apply(ymm_crossover_sizes)->MinTime(kMinTime);
 
 // The same for the fused copies against a memcpy followed by the same path's CRC kernel
 // (kCopy*Crossover). Throughput, not latency: the memcpy is off the CRC's dependency chain, so
@@ -238,6 +251,7 @@ void copy_crossover_sizes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_copy<copy_vpclmul, CrcPath::kVpclmul>)->Name("BM_crossover_copy_vpclmul")->Apply(wide_copy_crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_copy<memcpy_vpclmul, CrcPath::kVpclmul>)->Name("BM_crossover_copy_memcpy_vpclmul")->Apply(wide_copy_crossover_sizes)->MinTime(kMinTime);
+BENCHMARK(BM_copy<copy_vpclmul256, CrcPath::kVpclmul256>)->Name("BM_crossover_copy_vpclmul256")->Apply(copy_crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_copy<copy_clmul, CrcPath::kPclmul>)->Name("BM_crossover_copy_clmul")->Apply(copy_crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_copy<memcpy_clmul, CrcPath::kPclmul>)->Name("BM_crossover_copy_memcpy_clmul")->Apply(copy_crossover_sizes)->MinTime(kMinTime);
 BENCHMARK(BM_copy<memcpy_table>)->Name("BM_crossover_copy_memcpy_table")->Apply(copy_crossover_sizes)->MinTime(kMinTime);

@@ -18,6 +18,13 @@ constexpr size_t kClmulMinLen = 16;
 /// PCLMULQDQ and SSE4.1; any alignment.
 uint32_t crc32_clmul(uint32_t crc, const uint8_t* p, size_t len);
 
+/// Shortest input the 256-bit kernels accept: one 32-byte register to fold.
+constexpr size_t kVpclmul256MinLen = 32;
+
+/// zlib-compatible CRC-32 by VPCLMULQDQ folding on 256-bit registers. Needs
+/// len >= kVpclmul256MinLen and a CPU with AVX2 and VPCLMULQDQ; any alignment.
+uint32_t crc32_vpclmul256(uint32_t crc, const uint8_t* p, size_t len);
+
 /// Shortest input the 512-bit kernels accept: one 64-byte register to fold.
 constexpr size_t kVpclmulMinLen = 64;
 
@@ -28,16 +35,18 @@ uint32_t crc32_vpclmul(uint32_t crc, const uint8_t* p, size_t len);
 /// Copies len bytes from src to dst (which must not overlap) and returns crc32(crc, src, len),
 /// loading each byte once. Same length and CPU requirements as the matching CRC kernel.
 uint32_t crc32_copy_vpclmul(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t len);
+uint32_t crc32_copy_vpclmul256(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t len);
 uint32_t crc32_copy_clmul(uint32_t crc, uint8_t* dst, const uint8_t* src, size_t len);
 
 /// The implementations crc32() can run, widest last; a CPU that has one has those before it.
-enum class CrcPath : uint8_t { kTable, kPclmul, kVpclmul };
+enum class CrcPath : uint8_t { kTable, kPclmul, kVpclmul256, kVpclmul };
 
-/// The widest path this CPU (and its OS, for the AVX-512 register state) supports.
+/// The widest path this CPU (and its OS, for the AVX and AVX-512 register state) supports.
 CrcPath crc_path_best();
 
-/// The path for an NDNIC_CRC value ("table", "pclmul", "vpclmul"; null or empty: none) on a CPU
-/// whose widest path is `best`: a path the CPU lacks, or an unknown name, gives `best`.
+/// The path for an NDNIC_CRC value ("table", "pclmul", "vpclmul256", "vpclmul"; null or empty:
+/// none) on a CPU whose widest path is `best`: a path the CPU lacks, or an unknown name, gives
+/// `best`.
 CrcPath crc_path_choose(const char* env, CrcPath best);
 
 /// crc32() and crc32_copy() as they behave when `path` is the one chosen: any length, with the

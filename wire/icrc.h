@@ -32,10 +32,10 @@ uint32_t crc32_4(uint32_t crc, const uint8_t* p);
 /// True when crc32() uses carry-less multiply (PCLMULQDQ or VPCLMULQDQ) for large inputs.
 bool crc32_uses_clmul();
 
-/// The implementation crc32() uses for large inputs: "vpclmulqdq", "pclmulqdq" or "table".
-/// Chosen once at start: the widest the CPU has, or the one the environment variable
-/// NDNIC_CRC=table|pclmul|vpclmul names where the CPU has it (tests and benchmarks force each
-/// path that way; one the CPU lacks gives the widest it has).
+/// The implementation crc32() uses for large inputs: "vpclmulqdq" (512-bit), "vpclmulqdq-256",
+/// "pclmulqdq" or "table". Chosen once at start: the widest the CPU has, or the one the
+/// environment variable NDNIC_CRC=table|pclmul|vpclmul256|vpclmul names where the CPU has it
+/// (tests and benchmarks force each path that way; one the CPU lacks gives the widest it has).
 const char* crc32_path();
 
 /// Copies len bytes from src to dst (which must not overlap) and returns crc32(crc, src, len).

@@ -67,6 +67,7 @@ bool cpuinfo_has_clmul() { return cpuinfo_has({"pclmulqdq", "sse4_1"}); }
 bool cpuinfo_has_vpclmul() {
   return cpuinfo_has({"pclmulqdq", "sse4_1", "vpclmulqdq", "avx512f", "avx512bw", "avx512vl"});
 }
+bool cpuinfo_has_vpclmul256() { return cpuinfo_has({"pclmulqdq", "sse4_1", "vpclmulqdq", "avx2"}); }
 
 TEST(Crc32, UsesClmulWhenCpuHasIt) {
   if (std::getenv("NDNIC_CRC")) GTEST_SKIP() << "NDNIC_CRC chooses the path";
@@ -75,12 +76,13 @@ TEST(Crc32, UsesClmulWhenCpuHasIt) {
 }
 
 TEST(Crc32, PathIsTheWidestTheCpuHas) {
-  const bool vpclmul = cpuinfo_has_vpclmul(), clmul = cpuinfo_has_clmul();
+  const bool vpclmul = cpuinfo_has_vpclmul(), ymm = cpuinfo_has_vpclmul256(), clmul = cpuinfo_has_clmul();
   EXPECT_EQ(detail::crc_path_best(), vpclmul ? detail::CrcPath::kVpclmul
+                                     : ymm   ? detail::CrcPath::kVpclmul256
                                      : clmul ? detail::CrcPath::kPclmul
                                              : detail::CrcPath::kTable);
   if (std::getenv("NDNIC_CRC")) GTEST_SKIP() << "NDNIC_CRC chooses the path";
-  EXPECT_STREQ(crc32_path(), vpclmul ? "vpclmulqdq" : clmul ? "pclmulqdq" : "table");
+  EXPECT_STREQ(crc32_path(), vpclmul ? "vpclmulqdq" : ymm ? "vpclmulqdq-256" : clmul ? "pclmulqdq" : "table");
 }
 
 // Every length at every alignment, from a zero and a non-zero starting CRC.
@@ -185,6 +187,8 @@ Kernels kernels(CrcPath path) {
   switch (path) {
     case CrcPath::kVpclmul:
       return {detail::crc32_vpclmul, detail::crc32_copy_vpclmul, detail::kVpclmulMinLen};
+    case CrcPath::kVpclmul256:
+      return {detail::crc32_vpclmul256, detail::crc32_copy_vpclmul256, detail::kVpclmul256MinLen};
     case CrcPath::kPclmul:
       return {detail::crc32_clmul, detail::crc32_copy_clmul, detail::kClmulMinLen};
     case CrcPath::kTable: break;
@@ -207,6 +211,7 @@ class Crc32Path : public testing::TestWithParam<CrcPath> {
 std::string path_name(const testing::TestParamInfo<CrcPath>& info) {
   switch (info.param) {
     case CrcPath::kVpclmul: return "vpclmul";
+    case CrcPath::kVpclmul256: return "vpclmul256";
     case CrcPath::kPclmul: return "pclmul";
     case CrcPath::kTable: break;
   }
@@ -214,7 +219,8 @@ std::string path_name(const testing::TestParamInfo<CrcPath>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, Crc32Path,
-                         testing::Values(CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul),
+                         testing::Values(CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul256,
+                                         CrcPath::kVpclmul),
                          path_name);
 
 // Every length 0..1024 from every start within a cache line, from a zero and a non-zero CRC:
@@ -352,7 +358,7 @@ TEST(Crc32Copy, DispatchedMatchesZlib) {
 
 TEST(Crc32Choice, EnvironmentNamesAPathTheCpuHas) {
   using detail::crc_path_choose;
-  for (CrcPath best : {CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul}) {
+  for (CrcPath best : {CrcPath::kTable, CrcPath::kPclmul, CrcPath::kVpclmul256, CrcPath::kVpclmul}) {
     EXPECT_EQ(crc_path_choose(nullptr, best), best);
     EXPECT_EQ(crc_path_choose("", best), best);
     EXPECT_EQ(crc_path_choose("fastest", best), best);
@@ -361,6 +367,11 @@ TEST(Crc32Choice, EnvironmentNamesAPathTheCpuHas) {
   EXPECT_EQ(crc_path_choose("pclmul", CrcPath::kVpclmul), CrcPath::kPclmul);
   EXPECT_EQ(crc_path_choose("pclmul", CrcPath::kTable), CrcPath::kTable);
   EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kVpclmul), CrcPath::kVpclmul);
+  EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kVpclmul256), CrcPath::kVpclmul256);
+  EXPECT_EQ(crc_path_choose("vpclmul256", CrcPath::kVpclmul), CrcPath::kVpclmul256);
+  EXPECT_EQ(crc_path_choose("vpclmul256", CrcPath::kVpclmul256), CrcPath::kVpclmul256);
+  EXPECT_EQ(crc_path_choose("vpclmul256", CrcPath::kPclmul), CrcPath::kPclmul);
+  EXPECT_EQ(crc_path_choose("pclmul", CrcPath::kVpclmul256), CrcPath::kPclmul);
   EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kPclmul), CrcPath::kPclmul);
   EXPECT_EQ(crc_path_choose("vpclmul", CrcPath::kTable), CrcPath::kTable);
 }
@@ -369,11 +380,13 @@ TEST(Crc32Choice, EnvironmentNamesAPathTheCpuHas) {
 // disabled test below, which checks crc32_path() and the CRCs in that process.
 TEST(Crc32Choice, EnvironmentIsReadAtStart) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
-  const bool pclmul = cpuinfo_has_clmul(), vpclmul = cpuinfo_has_vpclmul();
+  const bool pclmul = cpuinfo_has_clmul(), ymm = cpuinfo_has_vpclmul256(), vpclmul = cpuinfo_has_vpclmul();
+  const char* const widest = vpclmul ? "vpclmulqdq" : ymm ? "vpclmulqdq-256" : pclmul ? "pclmulqdq" : "table";
   const std::pair<const char*, const char*> cases[] = {
       {"table", "table"},
       {"pclmul", pclmul ? "pclmulqdq" : "table"},
-      {"vpclmul", vpclmul ? "vpclmulqdq" : pclmul ? "pclmulqdq" : "table"},
+      {"vpclmul256", ymm ? "vpclmulqdq-256" : pclmul ? "pclmulqdq" : "table"},
+      {"vpclmul", widest},
   };
   for (const auto& [env, want] : cases) {
     const std::string cmd = std::string("NDNIC_CRC=") + env + " NDNIC_CRC_WANT=" + want + " '" +
