@@ -93,7 +93,12 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
   }
   if (too_long) return ND_BUFFER_OVERFLOW;
   if (rdma && (flags & ~(ND_OP_FLAG_SILENT_SUCCESS | ND_OP_FLAG_READ_FENCE))) return ND_INVALID_PARAMETER;
-  if (sends_posted_ + nbatch_ - qp_->sends_completed() >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
+  // The engine's count is read only when the one last seen says full: it is a line the lcore
+  // writes at every completion, and a post that read it each time missed on it.
+  if (sends_posted_ + nbatch_ - sends_completed_seen_ >= lim_.outbound_entries) {
+    sends_completed_seen_ = qp_->sends_completed();
+    if (sends_posted_ + nbatch_ - sends_completed_seen_ >= lim_.outbound_entries) return ND_NO_MORE_ENTRIES;
+  }
   wr.wr_id = reinterpret_cast<uint64_t>(r);
   wr.flags = uint8_t(op_flags(flags) | wr_flags);
   r->Status = ND_PENDING;
@@ -122,6 +127,8 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
 // `rep stosq`, which takes ~30 cycles to start on AMD, on every post; the copy is six stores.
 nic::SendWr& NdEndpoint::new_wr(nic::WrOpcode op) {
   static constexpr nic::SendWr kEmpty{};
+  // The slots the batch was told of are used up: ask for one more (the ring may have more).
+  if (batching_ && nbatch_ == batch_slots_) batch_slots_ = qp_->open_send_slots(unsigned(nbatch_) + 1);
   nic::SendWr* wr = batching_ && nbatch_ < batch_slots_ ? qp_->send_slot(unsigned(nbatch_)) : &scratch_;
   std::memcpy(static_cast<void*>(wr), &kEmpty, offsetof(nic::SendWr, sge));
   wr->opcode = op;
@@ -191,7 +198,10 @@ HRESULT NdEndpoint::receive(uint64_t wr_id, ND_RESULT* r, const ND_SGE* sgl, SIZ
   // As for Send: SGEs the adapter cannot take whole (an SGE's length would be cut to 32 bits,
   // the total past the largest message) are refused, never shortened.
   if (too_long) return ND_BUFFER_OVERFLOW;
-  if (recvs_posted_ + nrecv_batch_ - qp_->recvs_completed() >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
+  if (recvs_posted_ + nrecv_batch_ - recvs_completed_seen_ >= lim_.inbound_entries) {  // as for sends
+    recvs_completed_seen_ = qp_->recvs_completed();
+    if (recvs_posted_ + nrecv_batch_ - recvs_completed_seen_ >= lim_.inbound_entries) return ND_NO_MORE_ENTRIES;
+  }
   wr.wr_id = wr_id;
   wr.num_sge = uint32_t(n);
   if (batching_) {

@@ -245,6 +245,9 @@ class NdEndpoint final : public Unknown<INDEndpointExt> {
   EndpointLimits lim_;
   uint64_t sends_posted_ = 0;
   uint64_t recvs_posted_ = 0;
+  /// The QP's completed counts as last read (an under-count): read again only when they say full.
+  uint64_t sends_completed_seen_ = 0;
+  uint64_t recvs_completed_seen_ = 0;
   bool batching_ = false;
   size_t nbatch_ = 0;               ///< requests in the open batch, in its first send slots
   size_t batch_slots_ = 0;          ///< send slots the open batch reserved (Qp::open_send_slots)

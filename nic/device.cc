@@ -197,7 +197,6 @@ void Device::close() {
   }
   std::lock_guard lock(qps_mutex_);  // a for_each_qp on another thread finishes first
   for (auto& qp : d.qps) {
-    if (qp->send_ring) rte_ring_free(qp->send_ring);
     if (qp->recv_ring) rte_ring_free(qp->recv_ring);
     // Closed with QPs alive: what their responders held goes back to the pool.
     qp->resp.deferred.free_all();
@@ -322,16 +321,11 @@ Qp* Device::create_qp(const QpCaps& caps) {
   qp->send_cq = caps.send_cq;
   qp->recv_cq = caps.recv_cq;
   const uint32_t sq = rte_align32pow2(caps.max_send_wr + 1);
-  qp->send_ring = rte_ring_create_elem(unique_name("sq").c_str(), sizeof(SendWr), sq, SOCKET_ID_ANY,
-                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
+  qp->send_ring.allocate(sq);
   qp->recv_ring = rte_ring_create_elem(unique_name("rq").c_str(), sizeof(RecvWr),
                                        rte_align32pow2(caps.max_recv_wr + 1), SOCKET_ID_ANY,
                                        RING_F_SP_ENQ | RING_F_SC_DEQ);
-  if (!qp->send_ring || !qp->recv_ring) {
-    if (qp->send_ring) rte_ring_free(qp->send_ring);
-    if (qp->recv_ring) rte_ring_free(qp->recv_ring);
-    return nullptr;
-  }
+  if (!qp->recv_ring) return nullptr;
   qp->req.sq.resize(sq);
   qp->req.mask = sq - 1;
   qp->resp.res.resize(kMaxReadResources);
@@ -379,7 +373,6 @@ void Device::destroy_qp(Qp* handle) {
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
       glue::add_counters(retired_, qp->counters);  // detached: no lcore writes them any more
-      rte_ring_free(qp->send_ring);
       rte_ring_free(qp->recv_ring);
       delete qp->migrate;
       d.qps.erase(d.qps.begin() + long(i));
@@ -487,31 +480,25 @@ bool Qp::post_send(const SendWr& wr) { return post_send_burst(&wr, 1); }
 bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     if (!valid_send(*impl_, wrs[i])) return false;
-  return wr_enqueue(impl_->send_ring, wrs, n);
+  SpscRing<SendWr>& r = impl_->send_ring;
+  if (r.free_slots(n) < n) return false;
+  for (unsigned i = 0; i < n; i++) wr_copy(r.slot(i), wrs[i]);
+  r.publish(n);
+  return true;
 }
 
-unsigned Qp::open_send_slots() {
-  rte_ring* r = impl_->send_ring;
-  rte_ring_zc_data z{};
-  const unsigned n = rte_ring_enqueue_zc_burst_elem_start(r, sizeof(SendWr), rte_ring_get_capacity(r), &z, nullptr);
-  impl_->send_slots = {static_cast<SendWr*>(z.ptr1), static_cast<SendWr*>(z.ptr2), z.n1};
-  return n;
-}
+unsigned Qp::open_send_slots(unsigned want) { return impl_->send_ring.free_slots(want); }
 
-SendWr* Qp::send_slot(unsigned i) {
-  const Impl::SendSlots& s = impl_->send_slots;
-  return i < s.first_n ? s.first + i : s.wrap + (i - s.first_n);
-}
+SendWr* Qp::send_slot(unsigned i) { return impl_->send_ring.slot(i); }
 
 bool Qp::commit_send_slots(unsigned n) {
   bool ok = true;
   for (unsigned i = 0; i < n && ok; i++) ok = valid_send(*impl_, *send_slot(i));
-  rte_ring_enqueue_zc_elem_finish(impl_->send_ring, ok ? n : 0);  // the slots past n go back
-  impl_->send_slots = {};
+  if (ok) impl_->send_ring.publish(n);  // the slots past n stay free
   return ok;
 }
 
-bool Qp::send_ring_empty() const { return rte_ring_empty(impl_->send_ring); }
+bool Qp::send_ring_empty() const { return impl_->send_ring.empty(); }
 
 unsigned Qp::send_now() {
   Shard* s = impl_->shard.load(std::memory_order_acquire);

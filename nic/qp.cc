@@ -9,6 +9,7 @@
 #include <rte_ring_elem.h>
 
 #include "nic/engine.h"
+#include "nic/wr_ring.h"
 #include "ndnic/port.h"
 
 namespace ndnic::nic {
@@ -254,7 +255,7 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   r.next = r.tail = r.head;
   r.rd_atomic_outstanding = 0;
   SendWqe w;
-  while (rte_ring_sc_dequeue_elem(qp.send_ring, &w.wr, sizeof(SendWr)) == 0) {
+  while (qp.send_ring.take_burst(1, [&](const SendWr& posted) { wr_copy(&w.wr, posted); }) != 0) {
     w.status = WcStatus::kWrFlushed;
     w.length = 0;
     complete_wqe(qp, w);

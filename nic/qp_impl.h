@@ -10,6 +10,7 @@
 
 #include "ndnic/nic.h"
 #include "nic/held_requests.h"
+#include "nic/spsc_ring.h"
 #include "wire/header_template.h"
 #include "wire/icrc_prefix.h"
 #include "ndnic/wire/packet.h"
@@ -184,14 +185,7 @@ struct Qp::Impl {
   /// Taken to ERROR by modify() (its consumer ended it), not by a failure of its own.
   std::atomic<bool> closed{false};
   QpAttr attr;
-  rte_ring* send_ring = nullptr;   ///< SendWr, app -> lcore (single producer, single consumer)
-  /// The send ring's slots an open batch reserved (Qp::open_send_slots): `first` holds
-  /// `first_n` of them, the rest wrap to `wrap`.
-  struct SendSlots {
-    SendWr* first = nullptr;
-    SendWr* wrap = nullptr;
-    unsigned first_n = 0;
-  } send_slots;
+  SpscRing<SendWr> send_ring;      ///< app -> lcore: the send queue, built in place
   rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
   bool mac_known = false;
   rte_ether_addr dest_mac{};

@@ -32,7 +32,7 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   const uint32_t room = r.mask + 1 - (r.tail - r.head);
   if (room == 0) return;
-  zc_dequeue_burst<SendWr>(qp.send_ring, room, [&](const SendWr& posted) {
+  qp.send_ring.take_burst(room, [&](const SendWr& posted) {
     SendWqe& w = r.sq[r.tail & r.mask];
     wr_copy(&w.wr, posted);
     w.state = WqeState::kPosted;
@@ -287,7 +287,7 @@ bool requester_ready(Shard& s, Qp::Impl& qp) {
   const QpState st = qp.state.load(std::memory_order_relaxed);
   // Nothing posted and nothing in the SQ: no ring operation (most polls of a QP that only
   // receives, and every poll of QP1). ERROR goes on: its flush also completes the receives.
-  if (st != QpState::kError && qp.req.head == qp.req.tail && rte_ring_empty(qp.send_ring)) return false;
+  if (st != QpState::kError && qp.req.head == qp.req.tail && qp.send_ring.empty()) return false;
   requester_fetch(s, qp);
   if (st == QpState::kError) qp_flush(s, qp);  // posts to a QP in ERROR complete as flushed
   return st == QpState::kRts;

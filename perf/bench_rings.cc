@@ -31,6 +31,7 @@
 #include "nic/cq_impl.h"
 #include "ndnic/nic.h"
 #include "nic/qp_impl.h"
+#include "nic/wr_ring.h"
 #include "ndnic/port.h"
 #include "tests/fixtures/node_pair.h"
 
@@ -103,14 +104,14 @@ void BM_send_ring(benchmark::State& state) {
   Local* l = local(state);
   if (!l) return;
   const unsigned n = unsigned(state.range(0));
-  rte_ring* ring = l->qp->impl()->send_ring;
+  SpscRing<SendWr>& ring = l->qp->impl()->send_ring;
   const SendWr wr = l->send_wr(7);
   SendWr out;
   for (auto _ : state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_send(wr)) return state.SkipWithError("post_send refused");
     for (unsigned i = 0; i < n; i++)
-      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(SendWr)) != 0 || out.wr_id != wr.wr_id)
+      if (ring.take_burst(1, [&](const SendWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != wr.wr_id)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
@@ -122,13 +123,13 @@ void BM_send_ring_burst(benchmark::State& state) {
   Local* l = local(state);
   if (!l) return;
   const unsigned n = unsigned(state.range(0));
-  rte_ring* ring = l->qp->impl()->send_ring;
+  SpscRing<SendWr>& ring = l->qp->impl()->send_ring;
   std::vector<SendWr> wrs(n, l->send_wr(9));
   SendWr out;
   for (auto _ : state) {
     if (!l->qp->post_send_burst(wrs.data(), n)) return state.SkipWithError("post_send_burst refused");
     for (unsigned i = 0; i < n; i++)
-      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(SendWr)) != 0 || out.wr_id != 9)
+      if (ring.take_burst(1, [&](const SendWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != 9)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);

@@ -295,12 +295,15 @@ class Qp {
   /// Posts n requests as one ring operation (one doorbell): all of them or none.
   bool post_send_burst(const SendWr* wrs, unsigned n);
   /// A batch of send requests built where the engine reads them, not copied there:
-  /// open_send_slots() reserves the send ring's free slots and says how many, send_slot(i) is
-  /// the i-th, and commit_send_slots(n) posts the first n as one ring operation, checked as
-  /// post_send checks them (false, and none posted, when one is malformed); the rest go back.
-  /// One batch open per QP at a time, from the thread that posts to it, and no post_send or
-  /// post_send_burst while it is open (they would publish its unfinished slots).
-  unsigned open_send_slots();
+  /// open_send_slots() says how many of the send ring's slots are free, send_slot(i) is the
+  /// i-th, and commit_send_slots(n) posts the first n as one ring operation, checked as
+  /// post_send checks them (false, and none posted, when one is malformed); the rest stay free.
+  /// The count is as the poster last saw the engine's progress: it looks again only when fewer
+  /// than `want` are known free, so a batch that fills what it was told calls again with more
+  /// (the slots already built stay as they are). One batch open per QP at a time, from the
+  /// thread that posts to it, and no post_send or post_send_burst while it is open (they would
+  /// publish its unfinished slots).
+  unsigned open_send_slots(unsigned want = 1);
   SendWr* send_slot(unsigned i);
   bool commit_send_slots(unsigned n);
   bool post_recv(const RecvWr& wr);

@@ -2,9 +2,6 @@
 // producer threads pushing against one consumer, each producer's completions arriving whole,
 // once and in order.
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +12,7 @@
 #include <vector>
 
 #include "nic/cq_ring.h"
+#include "tests/fixtures/run_anywhere.h"
 
 namespace ndnic::nic::testing {
 namespace {
@@ -23,16 +21,6 @@ struct RingDeleter {
   void operator()(CqRing* r) const { CqRing::destroy(r); }
 };
 using RingPtr = std::unique_ptr<CqRing, RingDeleter>;
-
-/// EAL pinned the test's main thread to one processor, and a new thread inherits that: a
-/// producer that should race the others (as lcores do) is let onto every processor.
-void run_anywhere() {
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  for (long i = 0; i < n && i < CPU_SETSIZE; i++) CPU_SET(i, &all);
-  pthread_setaffinity_np(pthread_self(), sizeof all, &all);
-}
 
 Completion numbered(uint64_t n, uint32_t qpn) {
   Completion c{};
@@ -125,7 +113,7 @@ void push_from_threads(uint32_t entries, unsigned producers, uint64_t each) {
   std::vector<std::thread> threads;
   for (unsigned p = 0; p < producers; p++) {
     threads.emplace_back([&, p] {
-      run_anywhere();
+      ndnic::testing::run_anywhere();
       while (!go.load()) std::this_thread::yield();
       uint64_t next = 0;
       Completion in[4];
@@ -187,7 +175,7 @@ TEST(CqRing, ProducersRacingForTheHeadEachGetTheirOwnEntries) {
   std::vector<std::thread> threads;
   for (unsigned p = 0; p < 2; p++) {
     threads.emplace_back([&, p] {
-      run_anywhere();
+      ndnic::testing::run_anywhere();
       ready++;
       while (ready.load() < 2) {
       }
