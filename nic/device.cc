@@ -197,7 +197,6 @@ void Device::close() {
   }
   std::lock_guard lock(qps_mutex_);  // a for_each_qp on another thread finishes first
   for (auto& qp : d.qps) {
-    if (qp->recv_ring) rte_ring_free(qp->recv_ring);
     // Closed with QPs alive: what their responders held goes back to the pool.
     qp->resp.deferred.free_all();
   }
@@ -322,10 +321,7 @@ Qp* Device::create_qp(const QpCaps& caps) {
   qp->recv_cq = caps.recv_cq;
   const uint32_t sq = rte_align32pow2(caps.max_send_wr + 1);
   qp->send_ring.allocate(sq);
-  qp->recv_ring = rte_ring_create_elem(unique_name("rq").c_str(), sizeof(RecvWr),
-                                       rte_align32pow2(caps.max_recv_wr + 1), SOCKET_ID_ANY,
-                                       RING_F_SP_ENQ | RING_F_SC_DEQ);
-  if (!qp->recv_ring) return nullptr;
+  qp->recv_ring.allocate(rte_align32pow2(caps.max_recv_wr + 1));
   qp->req.sq.resize(sq);
   qp->req.mask = sq - 1;
   qp->resp.res.resize(kMaxReadResources);
@@ -373,7 +369,6 @@ void Device::destroy_qp(Qp* handle) {
   for (size_t i = 0; i < d.qps.size(); i++) {
     if (d.qps[i].get() == qp) {
       glue::add_counters(retired_, qp->counters);  // detached: no lcore writes them any more
-      rte_ring_free(qp->recv_ring);
       delete qp->migrate;
       d.qps.erase(d.qps.begin() + long(i));
       return;
@@ -480,11 +475,7 @@ bool Qp::post_send(const SendWr& wr) { return post_send_burst(&wr, 1); }
 bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     if (!valid_send(*impl_, wrs[i])) return false;
-  SpscRing<SendWr>& r = impl_->send_ring;
-  if (r.free_slots(n) < n) return false;
-  for (unsigned i = 0; i < n; i++) wr_copy(r.slot(i), wrs[i]);
-  r.publish(n);
-  return true;
+  return wr_enqueue(impl_->send_ring, wrs, n);
 }
 
 unsigned Qp::open_send_slots(unsigned want) { return impl_->send_ring.free_slots(want); }

@@ -6,7 +6,6 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 #include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include "nic/engine.h"
 #include "nic/wr_ring.h"

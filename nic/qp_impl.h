@@ -16,7 +16,6 @@
 #include "ndnic/wire/packet.h"
 
 struct rte_mbuf;
-struct rte_ring;
 
 namespace ndnic::nic {
 
@@ -186,7 +185,7 @@ struct Qp::Impl {
   std::atomic<bool> closed{false};
   QpAttr attr;
   SpscRing<SendWr> send_ring;      ///< app -> lcore: the send queue, built in place
-  rte_ring* recv_ring = nullptr;   ///< RecvWr, app -> lcore
+  SpscRing<RecvWr> recv_ring;      ///< app -> lcore: the receive queue
   bool mac_known = false;
   rte_ether_addr dest_mac{};
   ControlCmd* migrate = nullptr;           ///< attach command when RSS moves the QP at RTR

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include "nic/engine.h"
 #include "nic/sge_walk.h"

@@ -9,8 +9,6 @@
 #include <cstring>
 
 #include <rte_mbuf.h>
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include "nic/engine.h"
 #include "nic/payload_copy.h"
@@ -50,7 +48,7 @@ bool next_recv(Qp::Impl& qp, RecvWr* out) {
   RespState& r = qp.resp;
   if (r.taken_count == 0) {
     uint32_t n = 0;
-    zc_dequeue_burst<RecvWr>(qp.recv_ring, kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
+    qp.recv_ring.take_burst(kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
     if (n == 0) return false;
     r.taken_head = 0;
     r.taken_count = n;

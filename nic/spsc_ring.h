@@ -1,5 +1,5 @@
-// A QP's send queue: work requests from the one thread that posts to the QP to the one lcore
-// that owns it, built in place in the ring's slots.
+// A QP's send and receive queues: work requests from the one thread that posts to the QP to the
+// one lcore that owns it, built in place in the ring's slots.
 //
 // Why not rte_ring, which it replaces: an rte_ring enqueue reads the consumer's tail to count
 // the free slots, every time. The lcore writes that line each time it takes requests, so with
@@ -8,7 +8,7 @@
 // consumer's position as it last read it and reads it again only when that view has too few
 // free slots: a post touches its own line and the slots it fills. The consumer reads the
 // producer's position on every look, as it must: that line is the doorbell.
-// Figures: perf/bench_rings (BM_send_ring, BM_nd_send, BM_nd_pingpong), README.
+// Figures: perf/bench_rings (BM_send_ring, BM_recv_ring, BM_nd_send, BM_nd_pingpong), README.
 #pragma once
 
 #include <atomic>

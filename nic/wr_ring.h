@@ -1,6 +1,7 @@
-// Work requests on their rings (app -> lcore, single producer and single consumer). A slot
-// holds a whole SendWr or RecvWr, but only its used part is copied in and out, through
-// rte_ring's zero-copy API: the fields before the SGEs and the SGEs (or inline bytes) in use.
+// Work requests on their rings (app -> lcore, single producer and single consumer:
+// nic/spsc_ring.h). A slot holds a whole SendWr or RecvWr, but only its used part is copied in
+// and out, in place in the slot: the fields before the SGEs and the SGEs (or inline bytes) in
+// use.
 // A one-SGE SEND moves 104 of its 216 bytes each way; copying every slot whole cost the
 // posting thread and the requester a copy of the unused SGE array per request.
 #pragma once
@@ -9,7 +10,7 @@
 #include <cstring>
 
 #include "ndnic/verbs.h"
-#include "nic/zc_ring.h"
+#include "nic/spsc_ring.h"
 
 namespace ndnic::nic {
 
@@ -32,10 +33,13 @@ void wr_copy(Wr* to, const Wr& from) {
     std::memcpy(static_cast<void*>(to), &from, n);
 }
 
-/// Enqueues all n or none (false: no room).
+/// Posts all n or none (false: no room).
 template <class Wr>
-bool wr_enqueue(rte_ring* r, const Wr* wrs, unsigned n) {
-  return zc_enqueue<Wr>(r, n, ZcFill::kAllOrNone, [&](Wr* slot, unsigned i) { wr_copy(slot, wrs[i]); }) == n;
+bool wr_enqueue(SpscRing<Wr>& r, const Wr* wrs, unsigned n) {
+  if (r.free_slots(n) < n) return false;
+  for (unsigned i = 0; i < n; i++) wr_copy(r.slot(i), wrs[i]);
+  r.publish(n);
+  return true;
 }
 
 }  // namespace ndnic::nic

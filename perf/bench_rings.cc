@@ -23,8 +23,6 @@
 #include <rte_cycles.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
-#include <rte_ring.h>
-#include <rte_ring_elem.h>
 
 #include "ndnic/nd.h"
 #include "nd_frontend/testing.h"
@@ -140,7 +138,7 @@ void BM_recv_ring(benchmark::State& state) {
   Local* l = local(state);
   if (!l) return;
   const unsigned n = unsigned(state.range(0));
-  rte_ring* ring = l->qp->impl()->recv_ring;
+  SpscRing<RecvWr>& ring = l->qp->impl()->recv_ring;
   RecvWr wr{};
   wr.wr_id = 11;
   wr.num_sge = 1;
@@ -150,7 +148,7 @@ void BM_recv_ring(benchmark::State& state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_recv(wr)) return state.SkipWithError("post_recv refused");
     for (unsigned i = 0; i < n; i++)
-      if (rte_ring_sc_dequeue_elem(ring, &out, sizeof(RecvWr)) != 0 || out.wr_id != wr.wr_id)
+      if (ring.take_burst(1, [&](const RecvWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != wr.wr_id)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
