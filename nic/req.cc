@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstring>
 
-
 #include "nic/engine.h"
 #include "nic/sge_walk.h"
 #include "nic/wr_ring.h"
