@@ -254,7 +254,7 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   r.next = r.tail = r.head;
   r.rd_atomic_outstanding = 0;
   SendWqe w;
-  while (qp.send_ring.take_burst(1, [&](const SendWr& posted) { wr_copy(&w.wr, posted); }) != 0) {
+  while (wr_dequeue(qp.send_ring, &w.wr)) {
     w.status = WcStatus::kWrFlushed;
     w.length = 0;
     complete_wqe(qp, w);

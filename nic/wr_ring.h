@@ -42,4 +42,10 @@ bool wr_enqueue(SpscRing<Wr>& r, const Wr* wrs, unsigned n) {
   return true;
 }
 
+/// Takes the oldest into `out` (false: none waits).
+template <class Wr>
+bool wr_dequeue(SpscRing<Wr>& r, Wr* out) {
+  return r.take_burst(1, [out](const Wr& w) { wr_copy(out, w); }) == 1;
+}
+
 }  // namespace ndnic::nic

@@ -109,7 +109,7 @@ void BM_send_ring(benchmark::State& state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_send(wr)) return state.SkipWithError("post_send refused");
     for (unsigned i = 0; i < n; i++)
-      if (ring.take_burst(1, [&](const SendWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != wr.wr_id)
+      if (!wr_dequeue(ring, &out) || out.wr_id != wr.wr_id)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
@@ -127,7 +127,7 @@ void BM_send_ring_burst(benchmark::State& state) {
   for (auto _ : state) {
     if (!l->qp->post_send_burst(wrs.data(), n)) return state.SkipWithError("post_send_burst refused");
     for (unsigned i = 0; i < n; i++)
-      if (ring.take_burst(1, [&](const SendWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != 9)
+      if (!wr_dequeue(ring, &out) || out.wr_id != 9)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
@@ -148,7 +148,7 @@ void BM_recv_ring(benchmark::State& state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_recv(wr)) return state.SkipWithError("post_recv refused");
     for (unsigned i = 0; i < n; i++)
-      if (ring.take_burst(1, [&](const RecvWr& w) { wr_copy(&out, w); }) != 1 || out.wr_id != wr.wr_id)
+      if (!wr_dequeue(ring, &out) || out.wr_id != wr.wr_id)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
