@@ -73,7 +73,23 @@ void DeviceImpl::drive_blocking() {
 
 unsigned DeviceImpl::drive_once() {
   unsigned work = 0;
-  for (auto& s : shards) work += s->poll_once();
+  if (!config.count_app_load) {
+    for (auto& s : shards) work += s->poll_once();
+    return work;
+  }
+  for (auto& s : shards) {
+    const uint64_t t0 = rte_rdtsc();
+    const unsigned w = s->poll_once();
+    const uint64_t spent = rte_rdtsc() - t0;
+    Device::ShardLoad& load = s->load;
+    load.polls++;
+    load.cycles += spent;
+    if (w) {
+      load.busy_polls++;
+      load.busy_cycles += spent;
+    }
+    work += w;
+  }
   return work;
 }
 
@@ -157,6 +173,10 @@ bool Device::open(const DeviceConfig& config) {
     s->index = i;
     s->tsc_hz = rte_get_tsc_hz();
     s->zero_copy_min = s->port->zero_copy_tx() ? config.zero_copy_min : 0;
+    if (!d.worker_lcores) {
+      s->load.lcore = i;
+      s->load.app_driven = true;
+    }
     if (d.worker_lcores) {
       s->lcore = config.lcores[i];
       s->control = rte_ring_create(unique_name("ctl").c_str(), 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
@@ -397,7 +417,7 @@ Device::Counters Device::counters() const {
 
 std::vector<Device::ShardLoad> Device::shard_loads() const {
   std::vector<ShardLoad> out;
-  if (impl_ && impl_->worker_lcores)
+  if (impl_ && (impl_->worker_lcores || impl_->config.count_app_load))
     for (const auto& s : impl_->shards) out.push_back(s->load);
   return out;
 }
@@ -493,7 +513,14 @@ bool Qp::send_ring_empty() const { return impl_->send_ring.empty(); }
 
 unsigned Qp::send_now() {
   Shard* s = impl_->shard.load(std::memory_order_acquire);
-  return s->dev->drive_if_free([&] { return s->send_now(*impl_); });
+  return s->dev->drive_if_free([&] {
+    if (!s->dev->config.count_app_load) return s->send_now(*impl_);
+    const uint64_t t0 = rte_rdtsc();
+    const unsigned work = s->send_now(*impl_);
+    s->load.post_cycles += rte_rdtsc() - t0;
+    s->load.post_turns++;
+    return work;
+  });
 }
 
 bool Qp::post_recv(const RecvWr& wr) { return post_recv_burst(&wr, 1); }

@@ -97,7 +97,7 @@ struct Shard {
   uint64_t tsc_hz = 0;
   uint16_t ip_id = 0;
   uint32_t zero_copy_min = 0;              ///< payloads sent where they lie from here on; 0: never
-  Device::ShardLoad load;                  ///< worker lcores: how busy the loop is
+  Device::ShardLoad load;                  ///< how busy the loop is (shard_loads())
   CqBatch cq_batch[kCqBatches];
   wire::RxFlowCache rx_flows;              ///< the flows we receive: ICRC prefixes, known headers
 

@@ -105,13 +105,24 @@ std::string stats_text(const nic::Device& dev, const glue::Port& port) {
          ", dispatched " + std::to_string(dc.dispatched) + ", dispatch_dropped " +
          std::to_string(dc.dispatch_dropped) + ", tx_dropped " + std::to_string(dc.tx_dropped) + "\n";
   const double hz = double(rte_get_tsc_hz());
+  auto percent = [](uint64_t part, uint64_t whole) { return whole ? 100.0 * double(part) / double(whole) : 0.0; };
   for (const nic::Device::ShardLoad& l : dev.shard_loads()) {
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "worker lcore %u: busy %.1f%% of %.3f s; %.1f%% of %llu loops found work; %.1f frames per RX burst\n",
-                  l.lcore, l.cycles ? 100.0 * double(l.busy_cycles) / double(l.cycles) : 0.0, double(l.cycles) / hz,
-                  l.polls ? 100.0 * double(l.busy_polls) / double(l.polls) : 0.0, (unsigned long long)l.polls,
-                  l.rx_bursts ? double(l.rx_frames) / double(l.rx_bursts) : 0.0);
+    char line[300];
+    const double per_burst = l.rx_bursts ? double(l.rx_frames) / double(l.rx_bursts) : 0.0;
+    if (l.app_driven) {
+      // The thread's turns at the engine: its looks (progress) and its posts sent at once.
+      std::snprintf(line, sizeof line,
+                    "shard %u, run to completion: progress %.3f s, %.1f%% of it in the %.1f%% of %llu loops that "
+                    "found work; posts sent at once %.3f s over %llu calls; %.1f frames per RX burst\n",
+                    l.lcore, double(l.cycles) / hz, percent(l.busy_cycles, l.cycles), percent(l.busy_polls, l.polls),
+                    (unsigned long long)l.polls, double(l.post_cycles) / hz, (unsigned long long)l.post_turns,
+                    per_burst);
+    } else {
+      std::snprintf(line, sizeof line,
+                    "worker lcore %u: busy %.1f%% of %.3f s; %.1f%% of %llu loops found work; %.1f frames per RX burst\n",
+                    l.lcore, percent(l.busy_cycles, l.cycles), double(l.cycles) / hz, percent(l.busy_polls, l.polls),
+                    (unsigned long long)l.polls, per_burst);
+    }
     out += line;
   }
 

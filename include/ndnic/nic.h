@@ -86,6 +86,10 @@ struct DeviceConfig {
   /// smaller ones are copied into the frame. 0: always copy.
   uint32_t zero_copy_min = kZeroCopyMinDefault;
   static constexpr uint32_t kZeroCopyMinDefault = 2048;
+  /// Without lcores: time the application threads' turns at the engine (Device::progress()
+  /// and Qp::send_now(), two clock reads each) so that shard_loads() tells where their time
+  /// went, as it does for worker lcores. Off, a turn reads no clock for it.
+  bool count_app_load = false;
 };
 
 /// A registered region: local key for SGEs, remote key for peers.
@@ -190,17 +194,22 @@ class Device {
   };
   Counters counters() const;
   /// How busy each worker lcore was (exact once they are quiet): where a run's time went,
-  /// without a profiler.
+  /// without a profiler. Run to completion (DeviceConfig::count_app_load), the same for the
+  /// application threads' turns at each shard.
   struct ShardLoad {
-    unsigned lcore = 0;
-    uint64_t cycles = 0;       ///< TSC cycles its loop ran
+    unsigned lcore = 0;        ///< the worker lcore; app_driven: the shard's index
+    bool app_driven = false;   ///< the application's threads ran it (run to completion)
+    uint64_t cycles = 0;       ///< TSC cycles its loop ran (app_driven: inside progress())
     uint64_t busy_cycles = 0;  ///< ... in iterations that found work
     uint64_t polls = 0;        ///< iterations
     uint64_t busy_polls = 0;   ///< ... that found work
     uint64_t rx_frames = 0;    ///< frames its RX bursts brought
     uint64_t rx_bursts = 0;    ///< RX bursts that brought any
+    uint64_t post_cycles = 0;  ///< app_driven: TSC cycles in Qp::send_now() (sent as posted)
+    uint64_t post_turns = 0;   ///< ... and its calls that ran the shard
   };
-  /// One per shard; empty when the application's threads drive the device.
+  /// One per shard; empty when the application's threads drive the device without
+  /// DeviceConfig::count_app_load.
   std::vector<ShardLoad> shard_loads() const;
   /// Transport counters summed over every QP since open(), destroyed ones included.
   QpCounters qp_totals() const;

@@ -30,6 +30,37 @@ struct ShardedNode {
   Qp* qp[kPairs] = {};
 };
 
+/// Where each shard's time went (Device::shard_loads), for worker lcores and for the test
+/// thread's turns (DeviceConfig::count_app_load): B received every frame its port took, once.
+void check_loads(ShardedNode& a, ShardedNode& b, bool workers) {
+  const std::vector<Device::ShardLoad> la = a.dev.shard_loads(), lb = b.dev.shard_loads();
+  ASSERT_EQ(la.size(), kShards);
+  ASSERT_EQ(lb.size(), kShards);
+  uint64_t frames = 0, busy = 0, posts = 0;
+  for (const auto* loads : {&la, &lb}) {
+    for (unsigned i = 0; i < kShards; i++) {
+      const Device::ShardLoad& l = (*loads)[i];
+      EXPECT_EQ(l.app_driven, !workers);
+      if (!workers) EXPECT_EQ(l.lcore, i);  // the shard's index
+      EXPECT_GT(l.polls, 0u);
+      EXPECT_LE(l.busy_polls, l.polls);
+      EXPECT_LE(l.busy_cycles, l.cycles);
+      EXPECT_LE(l.rx_bursts, l.busy_polls);  // a burst that brought frames is work
+      if (workers) EXPECT_EQ(l.post_turns, 0u);  // the application never runs a worker's shard
+      if (l.post_turns) EXPECT_GT(l.post_cycles, 0u);
+      busy += l.busy_cycles;
+      posts += l.post_turns;
+      if (loads == &lb) frames += l.rx_frames;
+    }
+  }
+  EXPECT_GT(busy, 0u);
+  // B's shards took exactly the RoCE frames its port classified (data, none dropped).
+  EXPECT_EQ(frames, b.port.counters().rx_roce);
+  EXPECT_GE(frames, uint64_t(kPairs) * kPerPair);
+  // Each pair's send_now() ran A's shard for that QP (the test thread held no other turn).
+  if (!workers) EXPECT_EQ(posts, kPairs);
+}
+
 /// `placed`: pair q's QPs run on shard q % kShards at both ends (QpCaps::shard); otherwise
 /// by QPN, which B's spare QP puts one off A's.
 void run_sharded(bool workers, bool placed = false) {
@@ -44,6 +75,7 @@ void run_sharded(bool workers, bool placed = false) {
     static_assert(kShards == 2);
   } else {
     spec.shards = kShards;
+    spec.count_app_load = true;
   }
   ASSERT_EQ(ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev}), "");
   for (ShardedNode* n : {&a, &b}) {
@@ -99,6 +131,7 @@ void run_sharded(bool workers, bool placed = false) {
       w.sge[0] = {reinterpret_cast<uint64_t>(a.buf.data() + slot), kMsg, a.mr.lkey};
       ASSERT_TRUE(a.qp[q]->post_send(w));
     }
+    if (!workers) a.qp[q]->send_now();  // as a run-to-completion post does: a turn at the engine
   }
   const unsigned total = kPairs * kPerPair;
   unsigned sends = 0, recvs = 0;
@@ -134,6 +167,7 @@ void run_sharded(bool workers, bool placed = false) {
   }
   EXPECT_EQ(a.dev.counters().dispatch_dropped + b.dev.counters().dispatch_dropped, 0u);
   EXPECT_EQ(b.dev.counters().unknown_qp, 0u);
+  check_loads(a, b, workers);
   ndnic::testing::close_pair({&a.port, &b.port}, {&a.dev, &b.dev});
 }
 

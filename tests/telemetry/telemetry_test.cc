@@ -459,6 +459,9 @@ TEST_F(Telemetry, StatsTextTable) {
   for (uint32_t len : {10u, 2000u}) send_ab(len, len);
   inject(ipv6_frame());
   ASSERT_TRUE(step_until([&] { return b->port.counters().dropped() == 1; }));
+  // Polled by this thread without DeviceConfig::count_app_load: no loop is timed, and the table
+  // has no load line.
+  EXPECT_TRUE(b->dev.shard_loads().empty());
   const std::string text = stats_text(b->dev, b->port);
   std::printf("%s", text.c_str());
   std::vector<std::string> lines;

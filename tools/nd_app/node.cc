@@ -56,6 +56,8 @@ bool Node::start_device() {
   nic::DeviceConfig dc;
   dc.ports = {&port_};
   dc.lcores = config_.lcores;  // none: the application thread drives it (run to completion)
+  // The counters printed at the end then say where the thread's time went, as for workers.
+  dc.count_app_load = !config_.stats_title.empty();
   // Where zero-copy transmit starts (DeviceConfig::zero_copy_min), for measuring it: bytes, 0
   // to copy every payload.
   if (const char* zc = std::getenv("NDNIC_ZERO_COPY_MIN")) {
