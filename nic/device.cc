@@ -173,13 +173,12 @@ bool Device::open(const DeviceConfig& config) {
     s->index = i;
     s->tsc_hz = rte_get_tsc_hz();
     s->zero_copy_min = s->port->zero_copy_tx() ? config.zero_copy_min : 0;
-    if (!d.worker_lcores) {
-      s->load.lcore = i;
-      s->load.app_driven = true;
-    }
     if (d.worker_lcores) {
       s->lcore = config.lcores[i];
       s->control = rte_ring_create(unique_name("ctl").c_str(), 64, SOCKET_ID_ANY, RING_F_SC_DEQ);
+    } else {
+      s->load.lcore = i;
+      s->load.app_driven = true;
     }
     if (nshards > 1) {
       s->dispatch = rte_ring_create(unique_name("dsp").c_str(), 4096, SOCKET_ID_ANY, RING_F_SC_DEQ);
