@@ -16,15 +16,30 @@
 # Last, libfabric: fi_pingpong over the ndnic provider beside libfabric's tcp provider on the
 # same veth pair and cores (scripts/bench-fabric.sh, BUILD/bench-fabric.json).
 #
-#   scripts/bench.sh BUILD            NDNIC_BENCH_MICRO=0 skips the microbenchmarks
+#   scripts/bench.sh BUILD            NDNIC_BENCH_MICRO=0 skips the microbenchmarks,
+#                                     NDNIC_BENCH_FABRIC=0 the libfabric comparison
+#
+# NDNIC_BENCH_NDPERF, a command, runs ndperf instead of BUILD's (BUILD then only takes the
+# results): on the 16-core machine, the build staged by ../shared/device-bench/stage.sh, e.g.
+#   NDNIC_BENCH_NDPERF="bash .devbench/run.sh ndperf" NDNIC_BENCH_MICRO=0 NDNIC_BENCH_FABRIC=0 \
+#     bash scripts/bench.sh "$OUT/bench"
+# NDNIC_BENCH_STATS=1 adds --stats to every ndperf run: each node's counters and where its
+# threads' time went, where no profiler runs.
 set -euo pipefail
 
 BUILD=${1:?usage: $0 BUILD}
-NDPERF=$BUILD/tools/ndperf/ndperf
+if [ -n "${NDNIC_BENCH_NDPERF:-}" ]; then
+  read -r -a NDPERF <<< "$NDNIC_BENCH_NDPERF"
+  mkdir -p "$BUILD"
+else
+  NDPERF=("$BUILD/tools/ndperf/ndperf")
+fi
 OUT=$BUILD/bench.json
 RUN=$BUILD/bench-ndperf
 PROGRESS=()
 [ -n "${NDNIC_BENCH_PROGRESS:-}" ] && PROGRESS=(--progress="$NDNIC_BENCH_PROGRESS")
+STATS=()
+[ "${NDNIC_BENCH_STATS:-0}" != 0 ] && STATS=(--stats)
 
 if [ "${NDNIC_BENCH_MICRO:-1}" != 0 ]; then
   echo "== microbenchmarks (perf/)"
@@ -58,17 +73,17 @@ echo "== ndperf, loopback (both ends in this process over a net_ring pair)"
 for wait in poll events; do
   flag=--poll
   [ $wait = events ] && flag=-e
-  "$NDPERF" -- "${PROGRESS[@]}" $flag -T send_bw,raw_bw -s 64 -n 200000 --json "$RUN.r1.$wait.json"
-  "$NDPERF" -- "${PROGRESS[@]}" $flag -T write_bw,memcpy -s 65536 -n 20000 -m 4096 --json "$RUN.r2.$wait.json"
-  "$NDPERF" -- "${PROGRESS[@]}" $flag -T send_lat,raw_lat -s 8 -n 20000 --json "$RUN.r3.$wait.json"
-  "$NDPERF" -- "${PROGRESS[@]}" $flag -T send_bw,sendinv -s 64 -n 20000 --json "$RUN.r4.$wait.json"
+  "${NDPERF[@]}" -- "${PROGRESS[@]}" "${STATS[@]}" $flag -T send_bw,raw_bw -s 64 -n 200000 --json "$RUN.r1.$wait.json"
+  "${NDPERF[@]}" -- "${PROGRESS[@]}" "${STATS[@]}" $flag -T write_bw,memcpy -s 65536 -n 20000 -m 4096 --json "$RUN.r2.$wait.json"
+  "${NDPERF[@]}" -- "${PROGRESS[@]}" "${STATS[@]}" $flag -T send_lat,raw_lat -s 8 -n 20000 --json "$RUN.r3.$wait.json"
+  "${NDPERF[@]}" -- "${PROGRESS[@]}" "${STATS[@]}" $flag -T send_bw,sendinv -s 64 -n 20000 --json "$RUN.r4.$wait.json"
 done
 # R6: the same message rate over 8 QPs on 4 worker lcores per node, driven by 4 application
 # threads per node (each with its CQ on its worker: --threads), against 1 QP on 1 lcore and 1
 # thread, polled; raw_bw beside each on the same lcores.
-"$NDPERF" --lcores "$(lcores_for 2 2)" -- --progress=workers --poll -T send_bw,raw_bw -s 64 -n 200000 \
+"${NDPERF[@]}" --lcores "$(lcores_for 2 2)" -- --progress=workers "${STATS[@]}" --poll -T send_bw,raw_bw -s 64 -n 200000 \
   --json "$RUN.r6.one.json"
-"$NDPERF" --lcores "$(lcores_for 8 8)" -- --progress=workers --poll -T send_bw,raw_bw -s 64 -q 8 --threads 4 \
+"${NDPERF[@]}" --lcores "$(lcores_for 8 8)" -- --progress=workers "${STATS[@]}" --poll -T send_bw,raw_bw -s 64 -q 8 --threads 4 \
   -n 50000 --json "$RUN.r6.eight.json"
 
 python3 - "$OUT" "$RUN" <<'PY'
@@ -132,6 +147,7 @@ json.dump(report, open(out, "w"), indent=1)
 print("\nJSON: %s" % out)
 PY
 
+[ "${NDNIC_BENCH_FABRIC:-1}" = 0 ] && exit 0
 echo
 echo "== libfabric: fi_pingpong, ndnic provider vs tcp provider (scripts/bench-fabric.sh)"
 "$(dirname "$0")/bench-fabric.sh" "$BUILD"
