@@ -281,7 +281,7 @@ void Shard::apply(ControlCmd* cmd) {
   cmd->done.store(true, std::memory_order_release);
 }
 
-unsigned Shard::poll_once() {
+unsigned Shard::poll_once(uint64_t tsc) {
   unsigned work = 0;
   void* cmd;
   while (control && rte_ring_sc_dequeue(control, &cmd) == 0) {
@@ -326,7 +326,7 @@ unsigned Shard::poll_once() {
   if (work != 0) flush_completions();
   send_due_acks();
 
-  LazyTsc now;  // read once, by the first QP with a timer armed (completer_timers)
+  LazyTsc now(tsc);  // read once, by the first QP with a timer armed (completer_timers)
   for (Qp::Impl* qp : qps) {
     if (qp->state.load(std::memory_order_relaxed) == QpState::kReset) continue;
     if (qp->caps.type == QpType::kUd) {  // no timers, no READ replies

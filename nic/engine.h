@@ -109,8 +109,9 @@ struct Shard {
   /// (cq_overrun, as Cq::Impl::push's callers did); a UD QP goes on.
   void flush_completions();
 
-  /// One iteration: receive and process a burst, drain rings, send, run timers.
-  unsigned poll_once();
+  /// One iteration: receive and process a burst, drain rings, send, run timers. `tsc`: the
+  /// clock as the caller just read it, which the timers then take (0: they read it if needed).
+  unsigned poll_once(uint64_t tsc = 0);
   /// The requester's part of an iteration, for `qp` alone: what was posted to it leaves now.
   /// Run to completion, a post to an idle QP calls this rather than poll_once: the receive
   /// path's look at an empty port, the control ring and the other QPs wait for the next full
@@ -270,6 +271,9 @@ unsigned responder_run(Shard& s, Qp::Impl& qp);
 /// reply a ping-pong sends).
 class LazyTsc {
  public:
+  LazyTsc() = default;
+  /// Already read (0: not yet).
+  explicit LazyTsc(uint64_t tsc) : tsc_(tsc) {}
   uint64_t operator()() { return tsc_ ? tsc_ : (tsc_ = rte_rdtsc()); }
 
  private:
