@@ -87,8 +87,10 @@ struct DeviceConfig {
   uint32_t zero_copy_min = kZeroCopyMinDefault;
   static constexpr uint32_t kZeroCopyMinDefault = 2048;
   /// Without lcores: time the application threads' turns at the engine (Device::progress()
-  /// and Qp::send_now(), two clock reads each) so that shard_loads() tells where their time
-  /// went, as it does for worker lcores. Off, a turn reads no clock for it.
+  /// and Qp::send_now()) so that shard_loads() tells where their time went, as it does for
+  /// worker lcores. A counted progress() reads the clock once more than an uncounted one (the
+  /// timers take its first read), a counted send_now() twice more. Off, a turn reads no clock
+  /// for it.
   bool count_app_load = false;
 };
 
