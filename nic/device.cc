@@ -49,14 +49,11 @@ int worker_main(void* arg) {
     // clock read rather than one of their own. After an idle one the worker may have yielded.
     const unsigned work = s->poll_once(now_is_t ? t : 0);
     const uint64_t t1 = rte_rdtsc();
-    load.polls++;
-    if (work) {
-      load.busy_polls++;
-      load.busy_cycles += t1 - t;
+    s->count_iteration(t1 - t, work != 0);
+    if (work)
       backoff.busy();
-    } else {
+    else
       backoff.idle();
-    }
     now_is_t = work != 0;
     t = t1;
     load.cycles = t - start;
@@ -86,13 +83,8 @@ unsigned DeviceImpl::drive_once() {
     const uint64_t t0 = rte_rdtsc();
     const unsigned w = s->poll_once(t0);
     const uint64_t spent = rte_rdtsc() - t0;
-    Device::ShardLoad& load = s->load;
-    load.polls++;
-    load.cycles += spent;
-    if (w) {
-      load.busy_polls++;
-      load.busy_cycles += spent;
-    }
+    s->count_iteration(spent, w != 0);
+    s->load.cycles += spent;
     work += w;
   }
   return work;

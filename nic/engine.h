@@ -98,6 +98,15 @@ struct Shard {
   uint16_t ip_id = 0;
   uint32_t zero_copy_min = 0;              ///< payloads sent where they lie from here on; 0: never
   Device::ShardLoad load;                  ///< how busy the loop is (shard_loads())
+  /// One iteration in `load`, `cycles` long; `busy`: it found work. Its total cycles are the
+  /// caller's (a worker's loop counts the time between iterations too).
+  void count_iteration(uint64_t cycles, bool busy) {
+    load.polls++;
+    if (busy) {
+      load.busy_polls++;
+      load.busy_cycles += cycles;
+    }
+  }
   CqBatch cq_batch[kCqBatches];
   wire::RxFlowCache rx_flows;              ///< the flows we receive: ICRC prefixes, known headers
 
