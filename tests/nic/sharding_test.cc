@@ -41,13 +41,19 @@ void check_loads(ShardedNode& a, ShardedNode& b, bool workers) {
     for (unsigned i = 0; i < kShards; i++) {
       const Device::ShardLoad& l = (*loads)[i];
       EXPECT_EQ(l.app_driven, !workers);
-      if (!workers) EXPECT_EQ(l.lcore, i);  // the shard's index
+      if (!workers) {
+        EXPECT_EQ(l.lcore, i);  // the shard's index
+      }
       EXPECT_GT(l.polls, 0u);
       EXPECT_LE(l.busy_polls, l.polls);
       EXPECT_LE(l.busy_cycles, l.cycles);
       EXPECT_LE(l.rx_bursts, l.busy_polls);  // a burst that brought frames is work
-      if (workers) EXPECT_EQ(l.post_turns, 0u);  // the application never runs a worker's shard
-      if (l.post_turns) EXPECT_GT(l.post_cycles, 0u);
+      if (workers) {
+        EXPECT_EQ(l.post_turns, 0u);  // the application never runs a worker's shard
+      }
+      if (l.post_turns) {
+        EXPECT_GT(l.post_cycles, 0u);
+      }
       busy += l.busy_cycles;
       posts += l.post_turns;
       if (loads == &lb) frames += l.rx_frames;
@@ -58,7 +64,9 @@ void check_loads(ShardedNode& a, ShardedNode& b, bool workers) {
   EXPECT_EQ(frames, b.port.counters().rx_roce);
   EXPECT_GE(frames, uint64_t(kPairs) * kPerPair);
   // Each pair's send_now() ran A's shard for that QP (the test thread held no other turn).
-  if (!workers) EXPECT_EQ(posts, kPairs);
+  if (!workers) {
+    EXPECT_EQ(posts, kPairs);
+  }
 }
 
 /// `placed`: pair q's QPs run on shard q % kShards at both ends (QpCaps::shard); otherwise
