@@ -59,6 +59,7 @@ fail() { echo "container-demo: FAIL: $*" >&2; exit 1; }
 mkdir -p "$kWork" "$kLogs"
 rm -f "$kLogs"/*.log "$kLogs"/*.inspect
 source "$kHere/host_state.sh"
+host_state_release_own "$kWork"
 host_state_save "$kWork/host-before"
 
 step "1. debootstrap, nftables, python3-yaml"

@@ -8,6 +8,8 @@
 # host_state_restore DIR  puts back what differs (sysctls, the nft ruleset, new links, new mounts,
 #                         new docker runtime paths); prints what it restored
 # host_state_diff DIR     prints what still differs; non-zero when anything does
+# host_state_release_own WORK  before the first save: what an earlier demo that was killed
+#                         (a CI timeout, kill -9) left of its own under WORK
 
 export LC_ALL=C  # sort and comm must agree on the order
 kHostSysctls=(net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding
@@ -26,6 +28,24 @@ host_state_dump() {  # DIR
   ip -o link show | awk -F': ' '{ sub(/@.*/, "", $2); print $2 }' | sort >"$d/links"
   awk '{ print $5 }' /proc/self/mountinfo | sort >"$d/mounts"
   for k in "${kHostPaths[@]}"; do if [ -e "$k" ]; then echo "$k"; fi; done | sort >"$d/paths"
+  true
+}
+
+# A killed demo can leave its dockerd and the overlay mounts of its containers under WORK. The
+# next dockerd removes such mounts when it starts, so they would read as a change this run made
+# to the host; they are the demo's own, so they go before the host is recorded.
+host_state_release_own() {  # WORK
+  local work=$1 pid m
+  pid=$(cat "$work/docker/dockerd.pid" 2>/dev/null) || pid=""
+  if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    kill -9 "$pid" 2>/dev/null
+    echo "  stopped dockerd $pid, left running by an earlier demo"
+  fi
+  awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+    umount -l "$m" 2>/dev/null && echo "  unmounted $m, left by an earlier demo"
+  done
   true
 }
 
