@@ -29,7 +29,7 @@ uint16_t to_port(glue::Port& port, uint16_t queue, rte_mbuf** frames, uint16_t n
 }  // namespace
 
 void Shard::process_frame(rte_mbuf* m) {
-  wire::RocePacket pkt;
+  wire::RocePacket& pkt = rx_pkt;
   wire::DecodeOptions opt;
   // A port that verified the IPv4 header checksum saves us the sum.
   opt.check_ip_checksum = !((m->ol_flags & RTE_MBUF_F_RX_IP_CKSUM_MASK) == RTE_MBUF_F_RX_IP_CKSUM_GOOD);

@@ -208,6 +208,7 @@ template <bool split>
     l4_len = total - ihl;
   } else if (ethertype == kEtherTypeIpv6) {
     out->ipv6 = true;
+    out->ip4 = Ipv4Fields{};  // a packet kept between frames must not read as an IPv4 sender's
     if (l3_head < kIpv6HdrLen) return Reject::kTruncatedIp;
     if (l3[0] >> 4 != 6) return Reject::kBadIpVersion;
     size_t plen = load_be16(l3 + 4);

@@ -460,6 +460,39 @@ TEST(Decode, PrefixCacheGivesTheSameVerdicts) {
   }
 }
 
+// One packet decoded into frame after frame, as a receiving shard does (Shard::rx_pkt): every
+// field its opcode has reads as a fresh packet's decode of the same frame, and an IPv6 frame
+// after IPv4 ones reads no IPv4 source.
+TEST(Decode, OnePacketFrameAfterFrame) {
+  std::mt19937_64 rng(15);
+  RxFlowCache cache;
+  const DecodeOptions with{.flows = &cache};
+  RocePacket kept;
+  int ipv6_after_ipv4 = 0;
+  bool last_ipv4 = false;
+  for (int i = 0; i < 4000; i++) {
+    uint8_t op;
+    do op = uint8_t(rng()); while (!opcode_known(op));
+    const Position pos = opcode_info(op).position;
+    const bool full = pos == Position::kFirst || pos == Position::kMiddle;
+    auto b = build_packet(op, full ? 256 : uint32_t(rng() % 300), rng, /*ipv6=*/i % 5 == 0, /*vlan=*/i % 3 == 0);
+    const DecodeOptions& opt = i % 2 ? with : DecodeOptions{};
+    RocePacket fresh;
+    ASSERT_EQ(decode_frame(b.frame.data(), b.frame.size(), &fresh, opt), Reject::kOk) << opcode_info(op).name;
+    ASSERT_EQ(decode_frame(b.frame.data(), b.frame.size(), &kept, opt), Reject::kOk) << opcode_info(op).name;
+    expect_same_fields(fresh, kept);
+    EXPECT_EQ(kept.frame_len, fresh.frame_len);
+    EXPECT_EQ(kept.icrc, fresh.icrc);
+    EXPECT_EQ(kept.icrc_pending, fresh.icrc_pending);
+    if (kept.ipv6) {
+      EXPECT_EQ(kept.ip4.src, 0u);
+      ipv6_after_ipv4 += last_ipv4;
+    }
+    last_ipv4 = !kept.ipv6;
+  }
+  EXPECT_GT(ipv6_after_ipv4, 100);
+}
+
 /// The first field in which two decodes differ ("" when none does): every field, the ones
 /// an opcode does not use, the pointers into the frame and the ICRC state included.
 std::string first_difference(const RocePacket& a, const RocePacket& b) {

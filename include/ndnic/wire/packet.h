@@ -101,7 +101,10 @@ bool icrc_finish(const RocePacket& p, uint32_t crc_through_payload);
 bool icrc_check_pending(const RocePacket& p);
 
 /// Decodes an Ethernet frame. Never reads outside [frame, frame+len). On success `out` points
-/// into `frame` for the payload. Counts the outcome in `counters` when given.
+/// into `frame` for the payload. Counts the outcome in `counters` when given. Every field of
+/// `out` is set but those of the extension headers the opcode does not carry and those of the
+/// other IP version's header (ip4 of an IPv6 frame reads as zeros), so one packet can take
+/// frame after frame: its reader takes only the headers the opcode has.
 Reject decode_frame(const uint8_t* frame, size_t len, RocePacket* out,
                     const DecodeOptions& opt = {}, RejectCounters* counters = nullptr);
 
