@@ -1,5 +1,8 @@
 #include "pmd_glue/classify.h"
 
+#include <cstring>
+
+#include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
@@ -15,9 +18,38 @@ constexpr uint16_t kEtherTypeQinQ = 0x88A8;
 
 Classified drop(Drop why) { return {Verdict::kDrop, why}; }
 
+constexpr uint32_t kUsualLen = sizeof(rte_ether_hdr) + sizeof(rte_ipv4_hdr) + sizeof(rte_udp_hdr);
+
+/// The usual frame, read in place from its first segment: RoCEv2 for our MAC and address,
+/// over IPv4 without options and unfragmented. classify_full() gives each such frame kRoce; it
+/// costs ~45 instructions more a frame (its copies and checks one header at a time), so
+/// the rest is left to it.
+inline bool usual_roce(const rte_mbuf* m, const Identity& us) {
+  if (m->data_len < kUsualLen) return false;
+  const uint8_t* f = rte_pktmbuf_mtod(m, const uint8_t*);
+  uint16_t ethertype, total, frag, dport;
+  uint32_t dst;
+  std::memcpy(&ethertype, f + 12, 2);
+  std::memcpy(&total, f + 16, 2);
+  std::memcpy(&frag, f + 20, 2);
+  std::memcpy(&dst, f + 30, 4);
+  std::memcpy(&dport, f + 36, 2);
+  const uint32_t ip_len = rte_be_to_cpu_16(total);
+  return (us.promiscuous || std::memcmp(f, us.mac.addr_bytes, RTE_ETHER_ADDR_LEN) == 0) &&
+         ethertype == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) && f[14] == 0x45 &&
+         ip_len >= sizeof(rte_ipv4_hdr) + sizeof(rte_udp_hdr) && sizeof(rte_ether_hdr) + ip_len <= m->pkt_len &&
+         (frag & rte_cpu_to_be_16(kFragmentMask)) == 0 && f[23] == IPPROTO_UDP &&
+         dport == rte_cpu_to_be_16(wire::kRoceV2Port) && (us.ipv4 == 0 || dst == rte_cpu_to_be_32(us.ipv4));
+}
+
 }  // namespace
 
 Classified classify(const rte_mbuf* m, const Identity& us) {
+  if (likely(usual_roce(m, us))) return {Verdict::kRoce, Drop::kCount};
+  return classify_full(m, us);
+}
+
+Classified classify_full(const rte_mbuf* m, const Identity& us) {
   rte_ether_hdr eth_copy;
   const auto* eth = static_cast<const rte_ether_hdr*>(rte_pktmbuf_read(m, 0, sizeof eth_copy, &eth_copy));
   if (eth == nullptr) return drop(Drop::kRuntFrame);

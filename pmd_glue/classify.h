@@ -22,6 +22,9 @@ struct Identity {
 };
 
 /// Reads the frame and writes nothing into its mbuf (the transport finds its headers itself).
+/// The usual RoCEv2 frame is recognised in place; any other goes through classify_full().
 Classified classify(const rte_mbuf* m, const Identity& us);
+/// The same verdict, every frame taken header by header.
+Classified classify_full(const rte_mbuf* m, const Identity& us);
 
 }  // namespace ndnic::glue
