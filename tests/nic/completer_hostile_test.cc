@@ -399,7 +399,9 @@ TEST_F(CompleterHostile, ARequestWhoseRegionStaysRegisteredGoesOutIntact) {
       if (sges == 2) w.sge[1] = {addr(src.data() + first), kLen - first, k.lkey};
       std::fill(b->buf.begin(), b->buf.end() - 64, 0);
       ASSERT_NO_FATAL_FAILURE(queue_behind_full_window(w, kBig, kLen));
-      if (other_deregistered) ASSERT_TRUE(a->dev.deregister_mr(ko.lkey));
+      if (other_deregistered) {
+        ASSERT_TRUE(a->dev.deregister_mr(ko.lkey));
+      }
       std::vector<Completion> sc, rc;
       ASSERT_TRUE(wait_cq(a->scq, 2, &sc));
       ASSERT_TRUE(wait_cq(b->rcq, 2, &rc));
@@ -409,7 +411,9 @@ TEST_F(CompleterHostile, ARequestWhoseRegionStaysRegisteredGoesOutIntact) {
       EXPECT_TRUE(std::equal(src.begin(), src.end(), b->buf.begin() + kBig)) << "the request's bytes did not land";
       EXPECT_EQ(a->qp->state(), QpState::kRts);
       EXPECT_TRUE(a->dev.deregister_mr(k.lkey));
-      if (!other_deregistered) EXPECT_TRUE(a->dev.deregister_mr(ko.lkey));
+      if (!other_deregistered) {
+        EXPECT_TRUE(a->dev.deregister_mr(ko.lkey));
+      }
     }
   }
 }
