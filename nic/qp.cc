@@ -111,7 +111,11 @@ Completion& new_completion(Qp::Impl& qp, Cq* cq) {
   return c;
 }
 
-void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
+namespace {
+
+/// complete_wqe, inlined where ACKs complete requests one after another (advance_completions):
+/// called there, each completion cost ~13 instructions more (BM_stream SEND 64 B).
+[[gnu::always_inline]] inline void complete_wqe_here(Qp::Impl& qp, const SendWqe& w) {
   count_one(qp.sends_completed);
   if (w.status == WcStatus::kSuccess && !(w.wr.flags & kWrSignaled)) return;
   Completion& c = new_completion(qp, qp.send_cq);
@@ -123,6 +127,10 @@ void complete_wqe(Qp::Impl& qp, const SendWqe& w) {
                    ? 8 : w.length;
   if (w.wr.opcode == WrOpcode::kBindMw) c.imm_or_inv = w.wr.bind.mw_key;
 }
+
+}  // namespace
+
+void complete_wqe(Qp::Impl& qp, const SendWqe& w) { complete_wqe_here(qp, w); }
 
 void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t len,
                    uint8_t flags, uint32_t imm_or_inv, bool solicited) {
@@ -153,7 +161,7 @@ void advance_completions(Shard& s, Qp::Impl& qp) {
         if (w.psn_assigned) r.psn = psn_add(w.last_psn, 1);
         r.next++;
       }
-      complete_wqe(qp, w);
+      complete_wqe_here(qp, w);
       r.head++;
       continue;
     }
