@@ -81,11 +81,6 @@ struct Shard {
   std::vector<Qp::Impl*> acks_due;         ///< QPs with a coalesced ACK pending (this RX burst)
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
-  /// The frame process_frame is decoding, kept between frames: a RocePacket made new for each
-  /// one cost ~40 instructions of zeroing (callgrind, BM_stream SEND 64 B). The decoder sets
-  /// every field but those of extension headers the opcode does not carry, which keep an
-  /// earlier frame's values: read an extension header's fields only where the opcode has it.
-  wire::RocePacket rx_pkt;
   rte_mbuf* fresh[kFreshMbufs];             ///< raw mbufs taken from the pool together (new_frame)
   uint16_t nfresh = 0, fresh_next = 0;
   void* spent[kSpentFrames];                ///< retired frames of `spent_pool`, not yet put back
@@ -199,6 +194,12 @@ struct Shard {
   /// Makes qp.dest_mac known: ARP on our own port queue 0, or through the ARP owner.
   bool resolve_mac(Qp::Impl& qp);
   void serve_resolves();
+
+  /// The frame process_frame is decoding, kept between frames: a RocePacket made new for each
+  /// one cost ~40 instructions of zeroing (callgrind, BM_stream SEND 64 B). The decoder sets
+  /// every field but those of extension headers the opcode does not carry, which keep an
+  /// earlier frame's values: read an extension header's fields only where the opcode has it.
+  wire::RocePacket rx_pkt;
 };
 
 struct DeviceImpl {
