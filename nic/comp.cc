@@ -169,11 +169,10 @@ bool next_read_response(const Qp::Impl& qp, const wire::RocePacket& pkt) {
 
 }  // namespace
 
-void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
+void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info) {
   ReqState& r = qp.req;
   CompState& c = qp.comp;
   const uint32_t psn = pkt.bth.psn;
-  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   const wire::OpKind kind = info.kind;
   const uint8_t syn = pkt.aeth.syndrome;
   const uint32_t mtu = qp.attr.path_mtu;
@@ -219,7 +218,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt) {
         }
       } else {
         wqe_done(qp, w, now);
-        advance_completions(s, qp);
+        complete_head(qp);  // w is the head: the loop looks at the next WQE
         continue;
       }
     }

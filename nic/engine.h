@@ -278,8 +278,9 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// resp.cc: the oldest posted receive not yet used (from the taken ones, or the ring), RC and
 /// UD alike; false when there is none.
 bool next_recv(Qp::Impl& qp, RecvWr* out);
-/// resp.cc: a request packet (true: `m` was kept, deferred); READ response generation.
-bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m);
+/// resp.cc: a request packet (true: `m` was kept, deferred), `info` its opcode's (looked up once
+/// a packet, by recv_packet); READ response generation.
+bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info, rte_mbuf* m);
 unsigned responder_run(Shard& s, Qp::Impl& qp);
 /// The TSC, read at the first call and then kept: a poll or a response that moves no timer
 /// reads no clock (a read is ~10 ns in a VM, a third of an idle poll, and one came before every
@@ -297,7 +298,7 @@ class LazyTsc {
 
 /// comp.cc: a response packet; timers (the clock read only for a QP with one armed);
 /// completions.
-void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt);
+void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info);
 void completer_timers(Shard& s, Qp::Impl& qp, LazyTsc& now);
 /// qp.cc: state changes, ERROR and the flush of both queues.
 bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& attr);
@@ -312,6 +313,9 @@ void complete_recv(Qp::Impl& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint3
                    uint8_t flags, uint32_t imm_or_inv, bool solicited);
 /// Completes every WQE at the head that is done (or failed: then the QP goes to ERROR).
 void advance_completions(Shard& s, Qp::Impl& qp);
+/// qp.cc: completes the WQE at the send queue's head, which is kDone (what advance_completions
+/// does for each such WQE); the completer's loop, which goes on to the next WQE itself.
+void complete_head(Qp::Impl& qp);
 /// tx.cc: builds one packet of `qp` into an mbuf and queues it, its headers from the QP's
 /// template (wire/header_template.h). `p` carries the BTH and extension headers; the payload
 /// is gathered from `src` (host pointers) or not at all.

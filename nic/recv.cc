@@ -74,11 +74,11 @@ bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
     case wire::OpKind::kWrite:
     case wire::OpKind::kReadRequest:
     case wire::OpKind::kAtomic:
-      return responder_packet(s, *qp, pkt, m);
+      return responder_packet(s, *qp, pkt, info, m);
     case wire::OpKind::kReadResponse:
     case wire::OpKind::kAck:
     case wire::OpKind::kAtomicAck:
-      if (st == QpState::kRts) completer_packet(s, *qp, pkt);
+      if (st == QpState::kRts) completer_packet(s, *qp, pkt, info);
       return false;
   }
   return false;

@@ -181,7 +181,7 @@ bool joins_reads(const RespState& r, const wire::RocePacket& pkt) {
 
 }  // namespace
 
-bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m) {
+bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info, rte_mbuf* m) {
   RespState& r = qp.resp;
   if (m && (r.reads_active > 0 || !r.deferred.empty()) && !joins_reads(r, pkt)) {
     // Held with its mbuf until the READ replies are out; a bounded number, or a peer that
@@ -195,7 +195,6 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, rte_mbuf* m
     s.held++;
     return true;
   }
-  const wire::OpcodeInfo& info = wire::opcode_info(pkt.bth.opcode);
   const uint32_t psn = pkt.bth.psn;
   const uint32_t mtu = qp.attr.path_mtu;
   MemoryTable& mem = s.dev->memory;
@@ -483,7 +482,7 @@ unsigned responder_run(Shard& s, Qp::Impl& qp) {
   while (r.reads_active == 0 && !r.deferred.empty()) {
     auto [m, pkt] = r.deferred.pop_front();
     s.held--;
-    responder_packet(s, qp, pkt, nullptr);
+    responder_packet(s, qp, pkt, wire::opcode_info(pkt.bth.opcode), nullptr);
     rte_pktmbuf_free(m);
     sent++;
     const QpState now = qp.state.load(std::memory_order_relaxed);
