@@ -53,9 +53,7 @@ engine_stop() {
   [ "$docker_started" = 1 ] || return 0
   local pid
   pid=$(cat "$kDockerPid" 2>/dev/null) || return 0
-  kill "$pid" 2>/dev/null
-  for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  kill -9 "$pid" 2>/dev/null
+  stop_process "$pid"
   docker_started=0
   echo "stopped dockerd $pid"
 }

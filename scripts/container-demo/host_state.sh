@@ -10,6 +10,7 @@
 # host_state_diff DIR     prints what still differs; non-zero when anything does
 # host_state_release_own WORK  before the first save: what an earlier demo that was killed
 #                         (a CI timeout, kill -9) left of its own under WORK
+# stop_process PID        TERM, up to 20 s for it to end, then KILL
 
 export LC_ALL=C  # sort and comm must agree on the order
 kHostSysctls=(net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding
@@ -34,13 +35,17 @@ host_state_dump() {  # DIR
 # A killed demo can leave its dockerd and the overlay mounts of its containers under WORK. The
 # next dockerd removes such mounts when it starts, so they would read as a change this run made
 # to the host; they are the demo's own, so they go before the host is recorded.
+stop_process() {  # PID (under set -e too: a process already gone is no failure)
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 40); do kill -0 "$1" 2>/dev/null || break; sleep 0.5; done
+  kill -9 "$1" 2>/dev/null || true
+}
+
 host_state_release_own() {  # WORK
   local work=$1 pid m
   pid=$(cat "$work/docker/dockerd.pid" 2>/dev/null) || pid=""
   if [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ]; then
-    kill "$pid" 2>/dev/null
-    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -9 "$pid" 2>/dev/null
+    stop_process "$pid"
     echo "  stopped dockerd $pid, left running by an earlier demo"
   fi
   awk -v w="$work/" 'index($5, w) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do

@@ -48,7 +48,7 @@ TEST(Classify, InPlaceGivesTheFullVerdict) {
   Identity us{};
   std::memcpy(us.mac.addr_bytes, mac, 6);
   int roce = 0, dropped = 0;
-  std::vector<int> reasons(size_t(Drop::kCount) + 1);
+  std::vector<int> reasons(size_t(Drop::kCount));
   for (int i = 0; i < 20000; i++) {
     us.ipv4 = i % 11 == 0 ? 0 : 0xC6120002;  // build_packet's destination address
     us.promiscuous = i % 13 == 0;
