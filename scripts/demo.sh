@@ -10,7 +10,9 @@
 # data checked, and the plot and JSON were written; 1 otherwise.
 # Usage: scripts/demo.sh BUILD [LOG_DIR]         (LOG_DIR default: BUILD/demo-logs)
 # Environment: NDNIC_DEMO_NDPERF_ARGS replaces the sweep's ndperf arguments (a failure test
-# uses it; the JSON and plot options are added either way).
+# uses it; the JSON and plot options are added either way). NDNIC_DEMO_EAL_ARGS adds EAL
+# arguments to ndperf's (before its `--`): the demo's test raises EAL's log level with it, so
+# that EAL prints lines on every machine, not only where it has something to warn of.
 set -uo pipefail
 
 build=${1:?usage: demo.sh BUILD [LOG_DIR]}
@@ -21,6 +23,7 @@ kPlot=$build/demo-sweep.png
 kJson=$build/demo-sweep.json
 kSweepTests=send_bw,write_bw,read_bw,send_lat,write_lat,read_lat
 read -r -a sweep_args <<<"${NDNIC_DEMO_NDPERF_ARGS:--T $kSweepTests -a -n 50}"
+read -r -a eal_args <<<"${NDNIC_DEMO_EAL_ARGS:-}"
 
 # run NAME PROGRAM ARGS...: live output without EAL's lines, whole output in $logs/NAME.log.
 run() {
@@ -40,7 +43,7 @@ rm -f "$kPlot" "$kJson"
 run nd_demo "$build/tools/nd_demo/nd_demo"
 demo_rc=$?
 echo
-run ndperf "$build/tools/ndperf/ndperf" -- "${sweep_args[@]}" --json "$kJson" --plot "$kPlot"
+run ndperf "$build/tools/ndperf/ndperf" "${eal_args[@]}" -- "${sweep_args[@]}" --json "$kJson" --plot "$kPlot"
 perf_rc=$?
 
 echo
