@@ -103,7 +103,7 @@ struct Pair {
     error = ndnic::testing::open_pair(spec, {&a.port, &b.port}, {&a.dev, &b.dev});
     if (!error.empty()) return;
     for (Node* n : {&a, &b}) {
-      if (!n->open(kBufSize, kQueueDepth, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead)) {
+      if (!n->open(kBufSize, kQueueDepth, kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessMwBind)) {
         error = "device setup failed";
         return;
       }
@@ -555,6 +555,140 @@ void BM_pingpong(benchmark::State& state, Shape shape) {
   report(state, 2, 2 * uint64_t(shape.len));
 }
 
+// ---- the remote-invalidation cycle ---------------------------------------------------------
+
+/// ndperf sendinv's cycle with both ends on this thread, kWindows cycles in flight as ndperf
+/// keeps them: A binds a window over a block and sends its key and address; B writes the block
+/// (kBlock bytes, several packets) into the window and answers with SEND WITH INVALIDATE; A
+/// takes the window's invalidation and the answer. Binds, requests, WRITEs and answers go
+/// unsignaled, as ndperf's do. Its time per cycle is the software's share of R4's cycle, the
+/// application's clearing and checking of the block excepted.
+struct InvCycle {
+  static constexpr uint32_t kWindows = 16;
+  static constexpr uint32_t kBlock = 4096;
+  static constexpr uint64_t kBlocksAt = 0;          ///< A's blocks, one per window
+  static constexpr uint64_t kSlotsAt = kBufSize / 2;  ///< receive slots, one per window, both ends
+  static constexpr uint32_t kSlot = 64;
+  static constexpr uint64_t kSourceAt = kBufSize / 4;  ///< B's bytes to write
+
+  struct Request {
+    uint32_t rkey;
+    uint32_t window;
+    uint64_t addr;
+  };
+
+  Node& a;
+  Node& b;
+  uint32_t handle[kWindows]{};
+  uint32_t key[kWindows]{};
+
+  explicit InvCycle(Pair& p) : a(p.a), b(p.b) {
+    for (uint32_t w = 0; w < kWindows; w++) handle[w] = key[w] = a.dev.alloc_mw(a.pd, w);
+    for (uint32_t i = 0; i < kBlock; i++) b.buf[kSourceAt + i] = uint8_t(i * 13 + 5);
+  }
+  ~InvCycle() {
+    for (uint32_t w = 0; w < kWindows; w++)
+      if (handle[w]) a.dev.dealloc_mw(key[w]);
+  }
+  bool ready() const { return std::all_of(handle, handle + kWindows, [](uint32_t h) { return h != 0; }); }
+
+  static RecvWr slot_recv(Node& n, uint32_t w) {
+    RecvWr r{};
+    r.wr_id = w;
+    r.num_sge = 1;
+    r.sge[0] = {reinterpret_cast<uint64_t>(n.buf.data() + kSlotsAt + w * kSlot), kSlot, n.mr.lkey};
+    return r;
+  }
+
+  /// Runs both devices, as each end's thread would, until `cq` holds `want` completions, all
+  /// successes; they are left in `out`. A message of several packets leaves over several
+  /// iterations of its sender.
+  bool take(Cq* cq, uint32_t want, Completion* out) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    for (uint32_t got = 0, pass = 1; got < want; pass++) {
+      a.dev.progress();
+      b.dev.progress();
+      const unsigned k = cq->poll(out + got, want - got);
+      for (unsigned i = 0; i < k; i++)
+        if (out[got + i].status != WcStatus::kSuccess) return false;
+      got += k;
+      if (pass % 1024 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    }
+    return true;
+  }
+
+  /// kWindows cycles. nullptr, or what failed.
+  [[gnu::noinline]] const char* round() {
+    for (uint32_t w = 0; w < kWindows; w++) {
+      key[w] = (key[w] & ~0xffu) | ((key[w] + 1) & 0xffu);  // the next key byte, as ibv_inc_rkey
+      SendWr bind{};
+      bind.opcode = WrOpcode::kBindMw;
+      bind.flags = kWrWindowHandle;
+      const uint64_t block = reinterpret_cast<uint64_t>(a.buf.data() + kBlocksAt + w * kBlock);
+      bind.bind = {handle[w], a.mr.lkey, block, kBlock, kAccessRemoteWrite, uint8_t(key[w])};
+      SendWr req{};
+      req.opcode = WrOpcode::kSend;
+      req.flags = kWrInline;
+      const Request r{key[w], w, block};
+      std::memcpy(req.inline_data, &r, sizeof r);
+      req.inline_len = sizeof r;
+      if (!a.qp->post_recv(slot_recv(a, w)) || !b.qp->post_recv(slot_recv(b, w))) return "post_recv refused";
+      if (!a.qp->post_send(bind) || !a.qp->post_send(req)) return "A's bind or request refused";
+    }
+    a.qp->send_now();
+    Completion c[2 * kWindows];
+    if (!take(b.rcq, kWindows, c)) return "a request did not arrive";
+    for (uint32_t i = 0; i < kWindows; i++) {
+      Request r;
+      std::memcpy(&r, b.buf.data() + kSlotsAt + c[i].wr_id * kSlot, sizeof r);
+      SendWr wr{};
+      wr.opcode = WrOpcode::kWrite;
+      wr.num_sge = 1;
+      wr.sge[0] = {reinterpret_cast<uint64_t>(b.buf.data() + kSourceAt), kBlock, b.mr.lkey};
+      wr.remote_addr = r.addr;
+      wr.rkey = r.rkey;
+      SendWr inv{};
+      inv.opcode = WrOpcode::kSendInv;
+      inv.flags = kWrInline;
+      std::memcpy(inv.inline_data, &r.window, sizeof r.window);
+      inv.inline_len = sizeof r.window;
+      inv.invalidate_rkey = r.rkey;
+      if (!b.qp->post_send(wr) || !b.qp->post_send(inv)) return "B's WRITE or answer refused";
+    }
+    b.qp->send_now();
+    if (!take(a.rcq, 2 * kWindows, c)) return "an invalidation or answer did not arrive";
+    uint32_t invalidated = 0, answered = 0;
+    for (const Completion& x : c) {
+      invalidated += x.opcode == WcOpcode::kRemoteInvalidate && x.imm_or_inv == key[x.wr_id % kWindows];
+      answered += x.opcode == WcOpcode::kRecv && (x.flags & kWcWithInv) != 0;
+    }
+    if (invalidated != kWindows || answered != kWindows) return "not every window was invalidated and answered";
+    return nullptr;
+  }
+
+  /// Every block holds B's bytes, and the unsignaled requests left both QPs as they were.
+  bool landed(Pair& p) {
+    for (uint32_t w = 0; w < kWindows; w++)
+      if (std::memcmp(a.buf.data() + kBlocksAt + w * kBlock, b.buf.data() + kSourceAt, kBlock) != 0) return false;
+    return p.healthy();
+  }
+};
+
+void BM_sendinv(benchmark::State& state) {
+  Pair* p = pair(state);
+  if (!p) return;
+  InvCycle cyc(*p);
+  if (!cyc.ready()) return state.SkipWithError("allocating the windows failed");
+  std::memset(p->a.buf.data() + InvCycle::kBlocksAt, 0, InvCycle::kWindows * InvCycle::kBlock);
+  for (auto _ : state)
+    if (const char* failed = cyc.round()) return state.SkipWithError(failed);
+  if (!cyc.landed(*p)) return state.SkipWithError("a block did not land, or a QP left RTS");
+  state.SetItemsProcessed(int64_t(state.iterations() * InvCycle::kWindows));
+  state.counters["per_cycle"] = benchmark::Counter(double(InvCycle::kWindows),
+                                                   benchmark::Counter::kIsIterationInvariantRate |
+                                                       benchmark::Counter::kInvert);
+}
+
 // ---- one engine iteration with nothing to do -------------------------------------------------
 
 // What run to completion pays for every look at a CQ that finds the engine idle: Device::progress
@@ -598,6 +732,7 @@ bool register_all() {
   for (const Shape& sh : kRequests)
     benchmark::RegisterBenchmark(name("BM_stream", sh).c_str(), BM_stream, sh)->UseRealTime()->MinTime(kMinTime);
   benchmark::RegisterBenchmark("BM_pingpong/SEND/8", BM_pingpong, Shape{Op::kSend, 8})->MinTime(kMinTime);
+  benchmark::RegisterBenchmark("BM_sendinv/4096", BM_sendinv)->MinTime(kMinTime);
   benchmark::RegisterBenchmark("BM_idle_iteration", BM_idle_iteration)->MinTime(kMinTime);
   return true;
 }
