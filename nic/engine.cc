@@ -304,7 +304,7 @@ namespace {
 inline void prefetch_body(const rte_mbuf* m) {
   if (unlikely(m->nb_segs > 2))
     rte_prefetch0(rte_pktmbuf_mtod(m->next->next, const void*));
-  else if (m->data_len > 2 * RTE_CACHE_LINE_SIZE)
+  else if (unlikely(m->data_len > 2 * RTE_CACHE_LINE_SIZE))
     prefetch_payload(rte_pktmbuf_mtod(m, const char*), m->data_len);
 }
 
