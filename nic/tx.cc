@@ -36,10 +36,11 @@ void release_pin(void*, void* opaque) {
   static_cast<TxPins*>(opaque)->released.fetch_add(1, std::memory_order_release);
 }
 
-/// Where attach_payload's shared-info block starts in the tail's data: past the largest pad and
-/// the ICRC, aligned for its pointers.
+/// Where attach_payload's shared-info block starts in the tail's data: past the largest pad
+/// (kMaxPad) and the ICRC, aligned for its pointers.
+constexpr size_t kMaxPad = 3;
 constexpr size_t kShinfoAt = 8;
-static_assert(kShinfoAt >= 3 + 4 && kShinfoAt % alignof(rte_mbuf_ext_shared_info) == 0);
+static_assert(kShinfoAt >= kMaxPad + wire::kIcrcLen && kShinfoAt % alignof(rte_mbuf_ext_shared_info) == 0);
 
 /// Zero-copy: the payload goes out where it lies, in an mbuf attached to the region's bytes
 /// (rte_pktmbuf_attach_extbuf) and chained behind the headers' mbuf `m`, with the pad and ICRC
