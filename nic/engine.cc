@@ -325,7 +325,13 @@ unsigned Shard::poll_once(uint64_t tsc) {
   load.rx_frames += n;
   load.rx_bursts += n != 0;
   const bool sharded = dev->shards.size() > 1;
-  // The port prefetched each frame's mbuf and headers while it sorted them (Port::poll).
+  // The port prefetched each frame's mbuf and headers while it sorted them (Port::poll), all
+  // but the first frame's, which it reads at once. That one's second mbuf line (next, pool) is
+  // read only when the frame is retired, after it has run and before its completions are
+  // published: the sending core wrote it last, so it was a miss of its own at the end of every
+  // exchange. ndperf send_lat 8 B, polled, run to completion, binaries interleaved on the 2-CPU
+  // VM: 1.59 -> 1.50 us typical (means of six).
+  if (n != 0) rte_prefetch0(reinterpret_cast<const char*>(pkts[0]) + RTE_CACHE_LINE_SIZE);
   for (uint16_t i = 0; i < n; i++) {
     if (i + 1 < n) prefetch_body(pkts[i + 1]);
     Shard* owner = sharded ? owner_of(pkts[i]) : this;
