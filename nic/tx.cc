@@ -79,6 +79,12 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   return true;
 }
 
+/// Whether finish_frame sends g's payload where it lies (attach_payload) rather than copying it
+/// in, as long as the pool has the mbufs.
+bool attaches(const Shard& s, const Gather* g) {
+  return g && g->pins && g->n == 1 && s.zero_copy_min && g->total >= s.zero_copy_min;
+}
+
 /// A built frame of `total` bytes (its segments' lengths set): counted, then queued.
 void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
   m->pkt_len = uint32_t(total);
@@ -92,8 +98,7 @@ void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
 /// attached where it lies (attach_payload); the pad, the ICRC; then it is queued.
 void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather* g, uint8_t pad,
                   size_t total) {
-  if (g && g->pins && g->n == 1 && s.zero_copy_min && g->total >= s.zero_copy_min &&
-      attach_payload(s, m, o, crc, *g, pad)) {
+  if (attaches(s, g) && attach_payload(s, m, o, crc, *g, pad)) {
     qp.counters.tx_zero_copy++;
   } else {
     if (g) {
@@ -108,9 +113,10 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
   queue_frame(s, qp, m, total);
 }
 
-/// An empty mbuf with room for `room` bytes, or nullptr.
-rte_mbuf* frame_for(Shard& s, size_t room) {
-  rte_mbuf* m = s.new_frame();
+/// An empty mbuf with room for `room` bytes, of which the first `written` are to be written
+/// into it (the rest attached), or nullptr.
+rte_mbuf* frame_for(Shard& s, size_t room, size_t written) {
+  rte_mbuf* m = s.new_frame(written);
   if (m && rte_pktmbuf_tailroom(m) < room) {
     rte_pktmbuf_free(m);
     return nullptr;
@@ -145,13 +151,15 @@ rte_mbuf* frame_for(Shard& s, size_t room) {
   return qp.tx_headers;
 }
 
-/// A frame for a packet of `qp` whose UDP length is `udp_len`, its headers through the BTH
-/// written from the QP's template, `*crc` the ICRC's state after them; nullptr when no mbuf
-/// was free. Each of the QP's packet kinds below goes on from here.
-[[gnu::always_inline]] inline rte_mbuf* start_frame(Shard& s, Qp::Impl& qp, size_t udp_len, uint8_t opcode,
-                                                    uint8_t bth_flags, uint32_t psn_word, uint32_t* crc) {
+/// A frame for a packet of `qp` whose UDP length is `udp_len` and whose payload is `g`'s, its
+/// headers through the BTH written from the QP's template, `*crc` the ICRC's state after them;
+/// nullptr when no mbuf was free. Each of the QP's packet kinds below goes on from here.
+[[gnu::always_inline]] inline rte_mbuf* start_frame(Shard& s, Qp::Impl& qp, size_t udp_len, const Gather* g,
+                                                    uint8_t opcode, uint8_t bth_flags, uint32_t psn_word,
+                                                    uint32_t* crc) {
   const wire::HeaderTemplate& headers = tx_headers(s, qp);
-  rte_mbuf* m = frame_for(s, std::max(wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len, wire::kTemplateWriteLen));
+  const size_t room = std::max(wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len, wire::kTemplateWriteLen);
+  rte_mbuf* m = frame_for(s, room, attaches(s, g) ? room - g->total : room);
   if (m)
     *crc = headers.write(rte_pktmbuf_mtod(m, uint8_t*), opcode, bth_flags, psn_word, s.ip_id++, uint16_t(udp_len));
   return m;
@@ -166,7 +174,7 @@ bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
   const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
   const uint32_t psn_word = (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & wire::kPsnMask);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, p.bth.opcode, wire::bth_flags(p), psn_word, &crc);
+  rte_mbuf* m = start_frame(s, qp, udp_len, g, p.bth.opcode, wire::bth_flags(p), psn_word, &crc);
   if (!m) return false;
   uint8_t* ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = wire::encode_ext_headers(p, ext);
@@ -185,7 +193,7 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   p.payload_len = g ? g->total : 0;
 
   const size_t total = wire::frame_length(p);
-  rte_mbuf* m = frame_for(s, total);
+  rte_mbuf* m = frame_for(s, total, total);
   if (!m) return false;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   uint8_t* o = d + wire::encode_headers(p, d);
@@ -209,7 +217,7 @@ constexpr size_t kAckFrameLen = wire::kEthHdrLen + wire::kIpv4HdrLen + kAckUdpLe
 /// was ~430 instructions.
 void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, kAckUdpLen, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
+  rte_mbuf* m = start_frame(s, qp, kAckUdpLen, nullptr, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
   if (!m) return;  // as a lost ACK: the requester's timer or the next ACK covers it
   uint8_t* aeth = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* const after = wire::write_aeth(aeth, syndrome, msn);
@@ -228,7 +236,7 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
   const uint8_t flags = uint8_t((h.se ? 0x80 : 0) | pad << 4);
   const uint32_t psn_word = (h.ack_req ? 0x80000000u : 0) | (h.psn & wire::kPsnMask);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, h.opcode, flags, psn_word, &crc);
+  rte_mbuf* m = start_frame(s, qp, udp_len, &g, h.opcode, flags, psn_word, &crc);
   if (!m) return false;
   uint8_t* const ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = ext;
@@ -246,7 +254,7 @@ bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, ui
   const uint8_t pad = wire::pad_for(g.total);
   const size_t udp_len = wire::udp_length(aeth ? wire::kAethLen : 0, g.total);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
+  rte_mbuf* m = start_frame(s, qp, udp_len, &g, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
   if (!m) return false;
   uint8_t* o = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   if (aeth) {
