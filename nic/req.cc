@@ -19,7 +19,7 @@ bool is_rd_atomic(WrOpcode op) {
 bool is_atomic(WrOpcode op) { return op == WrOpcode::kCompareSwap || op == WrOpcode::kFetchAdd; }
 bool is_local(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv; }
 
-uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
+uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : whole_mtus(len + mtu - 1, mtu); }
 
 }  // namespace
 
@@ -190,7 +190,7 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
     // A READ request asks for everything not yet placed; a retry resumes at the first
     // missing response. The completer never places past the length; bounded here as well,
     // so that no state can make `length - from` wrap into a request for ~4 GiB.
-    const uint32_t done_pkts = std::min(w.placed, w.length) / mtu;
+    const uint32_t done_pkts = whole_mtus(std::min(w.placed, w.length), mtu);
     const uint32_t from = done_pkts * mtu;
     p.bth.opcode = wire::kRcReadRequest;
     p.bth.psn = psn_add(w.first_psn, done_pkts);
@@ -226,7 +226,7 @@ bool send_next_packet(Shard& s, Qp::Impl& qp, SendWqe& w) {
   const bool last = off + len >= w.length;
   RequestHeaders h;
   h.opcode = send_opcode(w, first, last);
-  h.psn = psn_add(w.first_psn, off / mtu);
+  h.psn = psn_add(w.first_psn, whole_mtus(off, mtu));
   h.ack_req = last || ++r.noack_pkts >= kAckReqEvery;
   h.se = last && (w.wr.flags & kWrSolicited);
   h.va = w.wr.remote_addr;  // RETH: read for a first packet only
