@@ -79,8 +79,9 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   return true;
 }
 
-/// Whether finish_frame sends g's payload where it lies (attach_payload) rather than copying it
-/// in, as long as the pool has the mbufs.
+/// Whether a frame sends g's payload where it lies (attach_payload) rather than copying it in,
+/// as long as the pool has the mbufs. Decided once per frame: start_frame asks for the lines
+/// the frame will write, finish_frame attaches or copies.
 bool attaches(const Shard& s, const Gather* g) {
   return g && g->pins && g->n == 1 && s.zero_copy_min && g->total >= s.zero_copy_min;
 }
@@ -94,11 +95,12 @@ void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
 }
 
 /// The rest of a frame whose headers are at [d, o) and whose ICRC state after them is `crc`:
-/// each payload piece CRC'd while it is copied in (one read of the application's bytes), or
-/// attached where it lies (attach_payload); the pad, the ICRC; then it is queued.
-void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather* g, uint8_t pad,
-                  size_t total) {
-  if (attaches(s, g) && attach_payload(s, m, o, crc, *g, pad)) {
+/// each payload piece CRC'd while it is copied in (one read of the application's bytes), or,
+/// with `attach` (attaches(), decided once by the caller), attached where it lies
+/// (attach_payload); the pad, the ICRC; then it is queued.
+void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather* g, bool attach,
+                  uint8_t pad, size_t total) {
+  if (attach && attach_payload(s, m, o, crc, *g, pad)) {
     qp.counters.tx_zero_copy++;
   } else {
     if (g) {
@@ -151,15 +153,16 @@ rte_mbuf* frame_for(Shard& s, size_t room, size_t written) {
   return qp.tx_headers;
 }
 
-/// A frame for a packet of `qp` whose UDP length is `udp_len` and whose payload is `g`'s, its
-/// headers through the BTH written from the QP's template, `*crc` the ICRC's state after them;
-/// nullptr when no mbuf was free. Each of the QP's packet kinds below goes on from here.
-[[gnu::always_inline]] inline rte_mbuf* start_frame(Shard& s, Qp::Impl& qp, size_t udp_len, const Gather* g,
+/// A frame for a packet of `qp` whose UDP length is `udp_len`, `attached` of whose bytes (its
+/// payload, where it is attached rather than copied) are not written into the mbuf, its headers
+/// through the BTH written from the QP's template, `*crc` the ICRC's state after them; nullptr
+/// when no mbuf was free. Each of the QP's packet kinds below goes on from here.
+[[gnu::always_inline]] inline rte_mbuf* start_frame(Shard& s, Qp::Impl& qp, size_t udp_len, size_t attached,
                                                     uint8_t opcode, uint8_t bth_flags, uint32_t psn_word,
                                                     uint32_t* crc) {
   const wire::HeaderTemplate& headers = tx_headers(s, qp);
   const size_t room = std::max(wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len, wire::kTemplateWriteLen);
-  rte_mbuf* m = frame_for(s, room, attaches(s, g) ? room - g->total : room);
+  rte_mbuf* m = frame_for(s, room, room - attached);
   if (m)
     *crc = headers.write(rte_pktmbuf_mtod(m, uint8_t*), opcode, bth_flags, psn_word, s.ip_id++, uint16_t(udp_len));
   return m;
@@ -173,13 +176,15 @@ bool send_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g) {
   const size_t udp_len = wire::udp_length(p);
   const size_t total = wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len;
   const uint32_t psn_word = (p.bth.ack_req ? 0x80000000u : 0) | (p.bth.psn & wire::kPsnMask);
+  const bool attach = attaches(s, g);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, g, p.bth.opcode, wire::bth_flags(p), psn_word, &crc);
+  rte_mbuf* m =
+      start_frame(s, qp, udp_len, attach ? g->total : 0, p.bth.opcode, wire::bth_flags(p), psn_word, &crc);
   if (!m) return false;
   uint8_t* ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = wire::encode_ext_headers(p, ext);
   crc = wire::crc32(crc, ext, size_t(o - ext));
-  finish_frame(s, qp, m, o, crc, g, pad, total);
+  finish_frame(s, qp, m, o, crc, g, attach, pad, total);
   return true;
 }
 
@@ -193,7 +198,8 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   p.payload_len = g ? g->total : 0;
 
   const size_t total = wire::frame_length(p);
-  rte_mbuf* m = frame_for(s, total, total);
+  const bool attach = attaches(s, g);
+  rte_mbuf* m = frame_for(s, total, attach ? total - g->total : total);
   if (!m) return false;
   uint8_t* d = rte_pktmbuf_mtod(m, uint8_t*);
   uint8_t* o = d + wire::encode_headers(p, d);
@@ -202,7 +208,7 @@ bool send_packet_to(Shard& s, Qp::Impl& qp, wire::RocePacket& p, const Gather* g
   constexpr size_t kAfterBth = wire::kEthHdrLen + wire::kIpv4HdrLen + wire::kUdpHdrLen + wire::kBthLen;
   qp.icrc_prefix.set_flow(wire::icrc_flow_of(p));
   const uint32_t crc = wire::crc32(qp.icrc_prefix.crc_of(p), d + kAfterBth, size_t(o - d) - kAfterBth);
-  finish_frame(s, qp, m, o, crc, g, wire::pad_for(p.payload_len), total);
+  finish_frame(s, qp, m, o, crc, g, attach, wire::pad_for(p.payload_len), total);
   return true;
 }
 
@@ -217,7 +223,7 @@ constexpr size_t kAckFrameLen = wire::kEthHdrLen + wire::kIpv4HdrLen + kAckUdpLe
 /// was ~430 instructions.
 void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t msn) {
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, kAckUdpLen, nullptr, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
+  rte_mbuf* m = start_frame(s, qp, kAckUdpLen, 0, wire::kRcAck, 0, psn & wire::kPsnMask, &crc);
   if (!m) return;  // as a lost ACK: the requester's timer or the next ACK covers it
   uint8_t* aeth = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* const after = wire::write_aeth(aeth, syndrome, msn);
@@ -235,8 +241,9 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
   const size_t udp_len = wire::udp_length(info.ext_len, g.total);
   const uint8_t flags = uint8_t((h.se ? 0x80 : 0) | pad << 4);
   const uint32_t psn_word = (h.ack_req ? 0x80000000u : 0) | (h.psn & wire::kPsnMask);
+  const bool attach = attaches(s, &g);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, &g, h.opcode, flags, psn_word, &crc);
+  rte_mbuf* m = start_frame(s, qp, udp_len, attach ? g.total : 0, h.opcode, flags, psn_word, &crc);
   if (!m) return false;
   uint8_t* const ext = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   uint8_t* o = ext;
@@ -245,7 +252,7 @@ bool send_request(Shard& s, Qp::Impl& qp, const RequestHeaders& h, const Gather&
   if (info.ext & wire::kHdrImmDt) o = wire::write_immdt(o, h.imm);
   if (info.ext & wire::kHdrIeth) o = wire::write_ieth(o, h.invalidate_rkey);
   crc = wire::crc32(crc, ext, size_t(o - ext));
-  finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
+  finish_frame(s, qp, m, o, crc, &g, attach, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;
 }
 
@@ -253,8 +260,10 @@ bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, ui
   const bool aeth = opcode != wire::kRcReadResponseMiddle;
   const uint8_t pad = wire::pad_for(g.total);
   const size_t udp_len = wire::udp_length(aeth ? wire::kAethLen : 0, g.total);
+  const bool attach = attaches(s, &g);
   uint32_t crc;
-  rte_mbuf* m = start_frame(s, qp, udp_len, &g, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
+  rte_mbuf* m =
+      start_frame(s, qp, udp_len, attach ? g.total : 0, opcode, uint8_t(pad << 4), psn & wire::kPsnMask, &crc);
   if (!m) return false;
   uint8_t* o = rte_pktmbuf_mtod(m, uint8_t*) + wire::kTemplateLen;
   if (aeth) {
@@ -262,7 +271,7 @@ bool send_read_response(Shard& s, Qp::Impl& qp, uint8_t opcode, uint32_t psn, ui
     o = wire::write_aeth(o, kAckUnlimited, msn);
     crc = wire::crc32_4(crc, at);
   }
-  finish_frame(s, qp, m, o, crc, &g, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
+  finish_frame(s, qp, m, o, crc, &g, attach, pad, wire::kEthHdrLen + wire::kIpv4HdrLen + udp_len);
   return true;
 }
 
