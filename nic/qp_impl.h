@@ -48,6 +48,11 @@ inline uint32_t psn_add(uint32_t a, uint32_t n) { return (a + n) & 0xFFFFFF; }
 /// end to end (ndperf sendinv, 2-CPU VM) the change is inside the noise.
 inline uint32_t whole_mtus(uint32_t bytes, uint32_t mtu) { return bytes >> std::countr_zero(mtu); }
 
+/// Packets a message of `len` bytes takes at this MTU; a zero-length one takes one.
+inline uint32_t packets_for(uint32_t len, uint32_t mtu) {
+  return len == 0 ? 1 : uint32_t((uint64_t(len) + mtu - 1) >> std::countr_zero(mtu));
+}
+
 // ---- requester / completer ---------------------------------------------------------------
 
 enum class WqeState : uint8_t {

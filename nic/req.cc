@@ -19,8 +19,6 @@ bool is_rd_atomic(WrOpcode op) {
 bool is_atomic(WrOpcode op) { return op == WrOpcode::kCompareSwap || op == WrOpcode::kFetchAdd; }
 bool is_local(WrOpcode op) { return op == WrOpcode::kBindMw || op == WrOpcode::kLocalInv; }
 
-uint32_t packets_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : whole_mtus(len + mtu - 1, mtu); }
-
 }  // namespace
 
 /// FETCH: ring -> SQ slot; SGEs checked against their regions now, so a bad lkey fails the

@@ -377,7 +377,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
         fatal_nak(s, qp, kNakRemoteAccess, psn, WcStatus::kRemoteAccess);
         return false;
       }
-      const uint32_t npkts = pkt.reth.dma_len ? uint32_t((uint64_t(pkt.reth.dma_len) + mtu - 1) >> std::countr_zero(mtu)) : 1;
+      const uint32_t npkts = packets_for(pkt.reth.dma_len, mtu);
       ReadResource* rr = new_resource(qp);
       rr->first_psn = psn;
       rr->last_psn = psn_add(psn, npkts - 1);
