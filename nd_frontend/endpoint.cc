@@ -123,8 +123,9 @@ HRESULT NdEndpoint::post(nic::SendWr& wr, ND_RESULT* r, const ND_SGE* sgl, SIZE_
 
 // The SGE array (~130 bytes) is left for fill_sgl, which writes as many as are used: zeroing it
 // all was a sizeable part of a small Send. What comes before it is copied from a zero
-// constant: GCC (at the -march=corei7 DPDK asks for) makes a memset of those 88 bytes a
-// `rep stosq`, which takes ~30 cycles to start on AMD, on every post; the copy is six stores.
+// constant: GCC (at the -march=corei7 DPDK asks for) makes a memset a `rep stosq`, which takes
+// ~30 cycles to start on AMD, on every post; the copy is a few stores. The fields after the
+// SGEs are left too: only binds and atomics read them, and those set what they read.
 nic::SendWr& NdEndpoint::new_wr(nic::WrOpcode op) {
   static constexpr nic::SendWr kEmpty{};
   // The slots the batch was told of are used up: ask for one more (the ring may have more).

@@ -491,7 +491,7 @@ bool Qp::post_send(const SendWr& wr) { return post_send_burst(&wr, 1); }
 bool Qp::post_send_burst(const SendWr* wrs, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     if (!valid_send(*impl_, wrs[i])) return false;
-  return wr_enqueue(impl_->send_ring, wrs, n);
+  return wr_enqueue(impl_->send_ring, wrs, n, impl_->caps.type == QpType::kUd);
 }
 
 unsigned Qp::open_send_slots(unsigned want) { return impl_->send_ring.free_slots(want); }

@@ -268,7 +268,7 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   r.next = r.tail = r.head;
   r.rd_atomic_outstanding = 0;
   SendWqe w;
-  while (wr_dequeue(qp.send_ring, &w.wr)) {
+  while (wr_dequeue(qp.send_ring, &w.wr, qp.caps.type == QpType::kUd)) {
     w.status = WcStatus::kWrFlushed;
     w.length = 0;
     complete_wqe(qp, w);

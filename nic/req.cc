@@ -27,9 +27,10 @@ void requester_fetch(Shard& s, Qp::Impl& qp) {
   ReqState& r = qp.req;
   const uint32_t room = r.mask + 1 - (r.tail - r.head);
   if (room == 0) return;
+  const bool ud = qp.caps.type == QpType::kUd;
   qp.send_ring.take_burst(room, [&](const SendWr& posted) {
     SendWqe& w = r.sq[r.tail & r.mask];
-    wr_copy(&w.wr, posted);
+    wr_copy(&w.wr, posted, ud);
     w.state = WqeState::kPosted;
     w.status = WcStatus::kSuccess;
     w.sent = w.placed = 0;

@@ -109,7 +109,7 @@ void BM_send_ring(benchmark::State& state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_send(wr)) return state.SkipWithError("post_send refused");
     for (unsigned i = 0; i < n; i++)
-      if (!wr_dequeue(ring, &out) || out.wr_id != wr.wr_id)
+      if (!wr_dequeue(ring, &out, false) || out.wr_id != wr.wr_id)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
@@ -127,7 +127,7 @@ void BM_send_ring_burst(benchmark::State& state) {
   for (auto _ : state) {
     if (!l->qp->post_send_burst(wrs.data(), n)) return state.SkipWithError("post_send_burst refused");
     for (unsigned i = 0; i < n; i++)
-      if (!wr_dequeue(ring, &out) || out.wr_id != 9)
+      if (!wr_dequeue(ring, &out, false) || out.wr_id != 9)
         return state.SkipWithError("the ring did not give back what was posted");
   }
   per_entry(state, n);
@@ -179,6 +179,71 @@ void BM_cq_push_poll(benchmark::State& state) {
   per_entry(state, n);
 }
 
+// The send ring across cores, as it runs with worker lcores: this thread builds requests in
+// the ring's slots as an ND batch does (open_send_slots, send_slot, commit_send_slots), n per
+// commit, while a worker lcore takes them off as the requester's FETCH does (take_burst, each
+// copied into an SQ of its own). Per entry: the time until the lcore has taken kCrossEntries.
+// What it measures is the cache lines each request moves from one core to the other.
+constexpr uint32_t kCrossEntries = 1u << 14;
+
+struct CrossTaker {
+  SpscRing<SendWr>* ring;
+  std::atomic<bool> running{true};
+  std::atomic<uint64_t> taken{0};
+  uint64_t lengths = 0;  ///< the requests' lengths summed: what was taken was read
+
+  static int run(void* arg) {
+    auto* c = static_cast<CrossTaker*>(arg);
+    std::vector<SendWr> sq(kRingEntries);
+    uint32_t tail = 0;
+    uint64_t taken = 0;
+    while (c->running.load(std::memory_order_relaxed)) {
+      const uint32_t n = c->ring->take_burst(kRingEntries, [&](const SendWr& w) {
+        SendWr& to = sq[tail++ & (kRingEntries - 1)];
+        wr_copy(&to, w, false);
+        c->lengths += to.sge[0].length;
+      });
+      if (n != 0) c->taken.store(taken += n, std::memory_order_release);
+    }
+    return 0;
+  }
+};
+
+void BM_send_ring_cross(benchmark::State& state) {
+  Local* l = local(state);
+  if (!l) return;
+  const unsigned lcore = rte_get_next_lcore(-1, 1, 0);
+  if (lcore >= RTE_MAX_LCORE) return state.SkipWithError("no worker lcore to take the requests");
+  const unsigned n = unsigned(state.range(0));
+  CrossTaker taker;
+  taker.ring = &l->qp->impl()->send_ring;
+  if (rte_eal_remote_launch(CrossTaker::run, &taker, lcore) != 0) return state.SkipWithError("launch failed");
+  const SendWr wr = l->send_wr(5);
+  uint64_t posted = 0;
+  bool ok = true;
+  for (auto _ : state) {
+    for (uint32_t done = 0; done < kCrossEntries && ok; done += n) {
+      while (l->qp->open_send_slots(n) < n) {
+      }
+      for (unsigned i = 0; i < n; i++) {
+        SendWr* slot = l->qp->send_slot(i);  // built field by field, as NdEndpoint::post does
+        std::memcpy(static_cast<void*>(slot), &wr, offsetof(SendWr, sge));
+        slot->wr_id = posted + i;
+        slot->sge[0] = wr.sge[0];
+      }
+      ok = l->qp->commit_send_slots(n);
+      posted += n;
+    }
+    while (taker.taken.load(std::memory_order_acquire) != posted) {
+    }
+  }
+  taker.running = false;
+  rte_eal_wait_lcore(lcore);
+  if (!ok) return state.SkipWithError("commit_send_slots refused");
+  if (taker.lengths != posted * kMsgLen) return state.SkipWithError("the lcore took other requests than were posted");
+  per_entry(state, kCrossEntries);
+}
+
 void batches(benchmark::internal::Benchmark* b) {
   b->ArgName("batch")->Arg(1)->Arg(32)->MinTime(kMinTime);
 }
@@ -187,6 +252,7 @@ BENCHMARK(BM_send_ring)->Apply(batches);
 BENCHMARK(BM_send_ring_burst)->Apply(batches);
 BENCHMARK(BM_recv_ring)->Apply(batches);
 BENCHMARK(BM_cq_push_poll)->Apply(batches);
+BENCHMARK(BM_send_ring_cross)->ArgName("batch")->Arg(1)->Arg(4)->Arg(32)->MinTime(kMinTime)->UseRealTime();
 
 // ---- ND level ------------------------------------------------------------------------------
 

@@ -71,8 +71,12 @@ struct UdDest {
 /// The well-known Q_Key of QP1 (IBTA): every GSI MAD carries it.
 constexpr uint32_t kGsiQkey = 0x80010000;
 
-/// One entry on a QP's send ring.
-struct SendWr {
+/// One entry on a QP's send ring. A slot is whole cache lines, and what nearly every request
+/// reads (the fields before the SGEs and one SGE, or up to 24 inline bytes) is its first line:
+/// with the application and the lcore on different cores, each line a request fills is a line
+/// moved from one to the other (perf/bench_rings, BM_send_ring_cross). What only atomics, binds
+/// and UD sends read comes after the SGEs, and is copied only for them (nic/wr_ring.h).
+struct alignas(64) SendWr {
   uint64_t wr_id;            ///< returned in the completion (the ND frontend's ND_RESULT*)
   WrOpcode opcode;
   uint8_t flags;             ///< WrFlags
@@ -84,17 +88,18 @@ struct SendWr {
   uint64_t remote_addr;      ///< WRITE / READ / atomics
   uint32_t rkey;             ///< WRITE / READ / atomics
   uint32_t reserved2 = 0;
+  union {
+    Sge sge[kMaxSge];
+    uint8_t inline_data[kMaxInline];
+  };
   uint64_t compare_add;      ///< CMP_SWAP compare value, or FETCH_ADD addend
   uint64_t swap;             ///< CMP_SWAP swap value
   union {
     MwBind bind;             ///< kBindMw (RC)
     UdDest ud;               ///< every SEND on a UD QP
   };
-  union {
-    Sge sge[kMaxSge];
-    uint8_t inline_data[kMaxInline];
-  };
 };
+static_assert(offsetof(SendWr, sge) + sizeof(Sge) <= 64, "a one-SGE request fits the slot's first line");
 
 /// One entry on a QP's receive ring.
 struct RecvWr {
