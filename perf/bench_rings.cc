@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -179,28 +180,34 @@ void BM_cq_push_poll(benchmark::State& state) {
   per_entry(state, n);
 }
 
-// The send ring across cores, as it runs with worker lcores: this thread builds requests in
-// the ring's slots as an ND batch does (open_send_slots, send_slot, commit_send_slots), n per
-// commit, while a worker lcore takes them off as the requester's FETCH does (take_burst, each
-// copied into an SQ of its own). Per entry: the time until the lcore has taken kCrossEntries.
-// What it measures is the cache lines each request moves from one core to the other.
+// The send and receive rings across cores, as they run with worker lcores: this thread posts n
+// requests per ring operation (sends built in the ring's slots, as an ND batch does with
+// open_send_slots .. commit_send_slots; receives copied in by post_recv_burst, as an ND batch
+// of receives is), while a worker lcore takes them off as the requester's FETCH and the
+// responder's next_recv do (take_burst, each copied into an array of its own). Per entry: the
+// time until the lcore has taken kCrossEntries. What it measures is the cache lines each request
+// moves from one core to the other.
 constexpr uint32_t kCrossEntries = 1u << 14;
 
+template <class Wr>
 struct CrossTaker {
-  SpscRing<SendWr>* ring;
+  SpscRing<Wr>* ring;
   std::atomic<bool> running{true};
   std::atomic<uint64_t> taken{0};
   uint64_t lengths = 0;  ///< the requests' lengths summed: what was taken was read
 
   static int run(void* arg) {
     auto* c = static_cast<CrossTaker*>(arg);
-    std::vector<SendWr> sq(kRingEntries);
+    std::vector<Wr> kept(kRingEntries);
     uint32_t tail = 0;
     uint64_t taken = 0;
     while (c->running.load(std::memory_order_relaxed)) {
-      const uint32_t n = c->ring->take_burst(kRingEntries, [&](const SendWr& w) {
-        SendWr& to = sq[tail++ & (kRingEntries - 1)];
-        wr_copy(&to, w, false);
+      const uint32_t n = c->ring->take_burst(kRingEntries, [&](const Wr& w) {
+        Wr& to = kept[tail++ & (kRingEntries - 1)];
+        if constexpr (std::is_same_v<Wr, SendWr>)
+          wr_copy(&to, w, false);
+        else
+          wr_copy(&to, w);
         c->lengths += to.sge[0].length;
       });
       if (n != 0) c->taken.store(taken += n, std::memory_order_release);
@@ -209,37 +216,60 @@ struct CrossTaker {
   }
 };
 
-void BM_send_ring_cross(benchmark::State& state) {
+/// Posts one batch of n (false: refused).
+bool post_batch(Local& l, const SendWr& wr, unsigned n, uint64_t first) {
+  while (l.qp->open_send_slots(n) < n) {
+  }
+  for (unsigned i = 0; i < n; i++) {
+    SendWr* slot = l.qp->send_slot(i);  // built field by field, as NdEndpoint::post does
+    std::memcpy(static_cast<void*>(slot), &wr, offsetof(SendWr, sge));
+    slot->wr_id = first + i;
+    slot->sge[0] = wr.sge[0];
+  }
+  return l.qp->commit_send_slots(n);
+}
+
+bool post_batch(Local& l, std::vector<RecvWr>& wrs, unsigned n, uint64_t first) {
+  for (unsigned i = 0; i < n; i++) wrs[i].wr_id = first + i;
+  while (l.qp->impl()->recv_ring.free_slots(n) < n) {
+  }
+  return l.qp->post_recv_burst(wrs.data(), n);
+}
+
+template <class Wr>
+void BM_ring_cross(benchmark::State& state) {
   Local* l = local(state);
   if (!l) return;
   const unsigned lcore = rte_get_next_lcore(-1, 1, 0);
   if (lcore >= RTE_MAX_LCORE) return state.SkipWithError("no worker lcore to take the requests");
   const unsigned n = unsigned(state.range(0));
-  CrossTaker taker;
-  taker.ring = &l->qp->impl()->send_ring;
-  if (rte_eal_remote_launch(CrossTaker::run, &taker, lcore) != 0) return state.SkipWithError("launch failed");
-  const SendWr wr = l->send_wr(5);
+  CrossTaker<Wr> taker;
+  if constexpr (std::is_same_v<Wr, SendWr>)
+    taker.ring = &l->qp->impl()->send_ring;
+  else
+    taker.ring = &l->qp->impl()->recv_ring;
+  if (rte_eal_remote_launch(CrossTaker<Wr>::run, &taker, lcore) != 0) return state.SkipWithError("launch failed");
+  const SendWr send = l->send_wr(5);
+  RecvWr recv{};
+  recv.num_sge = 1;
+  recv.sge[0] = send.sge[0];
+  std::vector<RecvWr> recvs(n, recv);
   uint64_t posted = 0;
   bool ok = true;
   for (auto _ : state) {
     for (uint32_t done = 0; done < kCrossEntries && ok; done += n) {
-      while (l->qp->open_send_slots(n) < n) {
-      }
-      for (unsigned i = 0; i < n; i++) {
-        SendWr* slot = l->qp->send_slot(i);  // built field by field, as NdEndpoint::post does
-        std::memcpy(static_cast<void*>(slot), &wr, offsetof(SendWr, sge));
-        slot->wr_id = posted + i;
-        slot->sge[0] = wr.sge[0];
-      }
-      ok = l->qp->commit_send_slots(n);
+      if constexpr (std::is_same_v<Wr, SendWr>)
+        ok = post_batch(*l, send, n, posted);
+      else
+        ok = post_batch(*l, recvs, n, posted);
       posted += n;
     }
-    while (taker.taken.load(std::memory_order_acquire) != posted) {
+    while (ok && taker.taken.load(std::memory_order_acquire) != posted) {
     }
   }
   taker.running = false;
   rte_eal_wait_lcore(lcore);
-  if (!ok) return state.SkipWithError("commit_send_slots refused");
+  if (!ok) return state.SkipWithError("the ring refused a batch");
   if (taker.lengths != posted * kMsgLen) return state.SkipWithError("the lcore took other requests than were posted");
   per_entry(state, kCrossEntries);
 }
@@ -252,7 +282,8 @@ BENCHMARK(BM_send_ring)->Apply(batches);
 BENCHMARK(BM_send_ring_burst)->Apply(batches);
 BENCHMARK(BM_recv_ring)->Apply(batches);
 BENCHMARK(BM_cq_push_poll)->Apply(batches);
-BENCHMARK(BM_send_ring_cross)->ArgName("batch")->Arg(1)->Arg(4)->Arg(32)->MinTime(kMinTime)->UseRealTime();
+BENCHMARK(BM_ring_cross<SendWr>)->Name("BM_send_ring_cross")->ArgName("batch")->Arg(1)->Arg(4)->Arg(32)->MinTime(kMinTime)->UseRealTime();
+BENCHMARK(BM_ring_cross<RecvWr>)->Name("BM_recv_ring_cross")->ArgName("batch")->Arg(1)->Arg(4)->Arg(32)->MinTime(kMinTime)->UseRealTime();
 
 // ---- ND level ------------------------------------------------------------------------------
 

@@ -101,8 +101,9 @@ struct alignas(64) SendWr {
 };
 static_assert(offsetof(SendWr, sge) + sizeof(Sge) <= 64, "a one-SGE request fits the slot's first line");
 
-/// One entry on a QP's receive ring.
-struct RecvWr {
+/// One entry on a QP's receive ring. Whole cache lines, as SendWr: a receive of up to three
+/// SGEs is its slot's first line.
+struct alignas(64) RecvWr {
   uint64_t wr_id;
   uint32_t num_sge;
   uint32_t reserved = 0;
