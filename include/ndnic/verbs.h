@@ -109,6 +109,7 @@ struct alignas(64) RecvWr {
   uint32_t reserved = 0;
   Sge sge[kMaxSge];
 };
+static_assert(offsetof(RecvWr, sge) + 3 * sizeof(Sge) <= 64, "a receive of three SGEs fits the slot's first line");
 
 enum class WcStatus : uint8_t {
   kSuccess,
