@@ -163,7 +163,7 @@ bool next_read_response(const Qp::Impl& qp, const wire::RocePacket& pkt) {
   const uint32_t mtu = qp.attr.path_mtu;
   return w.wr.opcode == WrOpcode::kRead && w.psn_assigned &&
          (w.state == WqeState::kPosted || w.state == WqeState::kSent) &&
-         pkt.bth.psn == psn_add(w.first_psn, whole_mtus(w.placed, mtu)) &&
+         pkt.bth.psn == first_unplaced_psn(w, mtu) &&
          response_due(w, wire::opcode_info(pkt.bth.opcode).position, pkt.payload_len, mtu);
 }
 
@@ -212,7 +212,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       if (needs_response(w.wr.opcode)) {
         // A READ/atomic the peer went past without our seeing its response: implied NAK.
         if (past_last > 0) {
-          const uint32_t resume = psn_add(w.first_psn, whole_mtus(w.placed, mtu));
+          const uint32_t resume = first_unplaced_psn(w, mtu);
           retry_from(qp, resume, now);
           return;
         }
@@ -231,7 +231,7 @@ void completer_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
           fail(s, qp, w, WcStatus::kBadResponse);
           return;
         }
-        const uint32_t expect = psn_add(w.first_psn, whole_mtus(w.placed, mtu));
+        const uint32_t expect = first_unplaced_psn(w, mtu);
         if (psn != expect) {
           if (psn_diff(psn, expect) > 0) retry_from(qp, expect, now);  // a response was lost
           return;
@@ -366,7 +366,7 @@ void completer_timers(Shard& s, Qp::Impl& qp, LazyTsc& tsc) {
   SendWqe& w = r.sq[r.head & r.mask];
   uint32_t psn = c.psn;
   if (w.psn_assigned && w.wr.opcode == WrOpcode::kRead)
-    psn = psn_add(w.first_psn, whole_mtus(w.placed, qp.attr.path_mtu));
+    psn = first_unplaced_psn(w, qp.attr.path_mtu);
   c.retry_pending = true;  // a timeout always goes back
   c.retry_psn = c.last_retry_psn = psn;
   c.last_retry_tsc = now;

@@ -86,6 +86,12 @@ struct SendWqe {
   uint64_t region_epoch = 0;  ///< MemoryTable::region_epoch() before the fetch's checks
 };
 
+/// A READ's PSN of its first response not yet placed: where the completer expects the next
+/// response, and where a retry of the READ resumes.
+inline uint32_t first_unplaced_psn(const SendWqe& w, uint32_t mtu) {
+  return psn_add(w.first_psn, whole_mtus(w.placed, mtu));
+}
+
 struct ReqState {
   std::vector<SendWqe> sq;    ///< circular, capacity a power of two
   uint32_t mask = 0;
