@@ -279,11 +279,7 @@ void rewind(Qp::Impl& qp) {
 
 }  // namespace
 
-bool requester_ready(Shard& s, Qp::Impl& qp) {
-  const QpState st = qp.state.load(std::memory_order_relaxed);
-  // Nothing posted and nothing in the SQ: no ring operation (most polls of a QP that only
-  // receives, and every poll of QP1). ERROR goes on: its flush also completes the receives.
-  if (st != QpState::kError && qp.req.head == qp.req.tail && qp.send_ring.empty()) return false;
+bool requester_take(Shard& s, Qp::Impl& qp, QpState st) {
   requester_fetch(s, qp);
   if (st == QpState::kError) qp_flush(s, qp);  // posts to a QP in ERROR complete as flushed
   return st == QpState::kRts;

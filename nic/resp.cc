@@ -431,7 +431,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
   return false;
 }
 
-unsigned responder_run(Shard& s, Qp::Impl& qp) {
+unsigned responder_serve(Shard& s, Qp::Impl& qp) {
   RespState& r = qp.resp;
   const QpState st = qp.state.load(std::memory_order_relaxed);
   if (st != QpState::kRtr && st != QpState::kRts) return 0;
