@@ -268,8 +268,6 @@ void drop_corrupt(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// settle_icrc() for a packet its QP has counted as received (the responder's and completer's):
 /// a corrupt one is taken off those counts again (drop_corrupt).
 bool settle_counted_icrc(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt);
-/// req.cc: drain the send ring and send what the window allows.
-unsigned requester_run(Shard& s, Qp::Impl& qp);
 /// req.cc: FETCH, ring -> SQ with the local key checks (the UD requester shares it).
 void requester_fetch(Shard& s, Qp::Impl& qp);
 /// req.cc: requester_ready's FETCH and flush, for a QP that has something to look at.
@@ -284,6 +282,10 @@ inline bool requester_ready(Shard& s, Qp::Impl& qp) {
   if (st != QpState::kError && qp.req.head == qp.req.tail && qp.send_ring.empty()) return false;
   return requester_take(s, qp, st);
 }
+/// req.cc: what the window allows of the SQ, for a QP that may send (requester_ready).
+unsigned requester_send(Shard& s, Qp::Impl& qp);
+/// Drain the send ring and send what the window allows; inline as requester_ready's test is.
+inline unsigned requester_run(Shard& s, Qp::Impl& qp) { return requester_ready(s, qp) ? requester_send(s, qp) : 0; }
 /// ud.cc: UD SEND ONLY datagrams, out (one per work request, no ACKs) and in.
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);

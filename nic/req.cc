@@ -285,8 +285,7 @@ bool requester_take(Shard& s, Qp::Impl& qp, QpState st) {
   return st == QpState::kRts;
 }
 
-unsigned requester_run(Shard& s, Qp::Impl& qp) {
-  if (!requester_ready(s, qp)) return 0;
+unsigned requester_send(Shard& s, Qp::Impl& qp) {
   if (qp.comp.rnr_tsc) return 0;  // waiting out an RNR NAK
   ReqState& r = qp.req;
   if (qp.comp.retry_pending) {
