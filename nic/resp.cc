@@ -431,6 +431,9 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
   return false;
 }
 
+// responder_run (engine.h) calls this only where one of the four things it serves is there (a
+// READ replying, a slot to move res_head past, a held request, a pending ACK): what this comes
+// to serve besides goes into that test too.
 unsigned responder_serve(Shard& s, Qp::Impl& qp) {
   RespState& r = qp.resp;
   const QpState st = qp.state.load(std::memory_order_relaxed);
