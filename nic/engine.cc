@@ -1,7 +1,6 @@
 // The poll loop of one shard: control requests, a receive burst through the decoder to the
 // responder and completer, the requester and READ replies of every QP, timers, one TX flush.
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 
 #include <rte_mbuf.h>
@@ -171,11 +170,8 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
-[[gnu::always_inline]] inline rte_mbuf* Shard::take_fresh(size_t room, bool segment) {
-  // Frames ahead whose header and data lines are asked for: three, so that in a run of
-  // zero-copy chains (headers, attached payload, trailer) each mbuf is asked for by the one of
-  // the same part three before it, and gets that part's lines.
-  constexpr uint16_t kAhead = 3;
+[[gnu::always_inline]] inline rte_mbuf* Shard::take_fresh(size_t room) {
+  constexpr uint16_t kAhead = 4;  // frames ahead whose header and data lines are asked for
   rte_mempool* pool = port->mempool();
   // A pool mbuf's buffer follows its header and private area (rte_pktmbuf_init), so the data
   // address comes from the pointer alone (mbuf_data_at): asking for the data lines need not
@@ -187,20 +183,13 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   // (ndperf sendinv, MTU 1024, run to completion, binaries alternated on the 2-CPU VM: 16 of
   // 20 pairs faster, median +13%; send_bw 64 B, whose frames fit two lines, unchanged). The two
   // every frame has are asked for without a loop: counted and looped over, they cost each small
-  // frame ~16 instructions more (BM_pingpong, callgrind). A chain's further segments ask for
-  // no more than they write: an attached payload's mbuf none of its own buffer, a trailer one
-  // line; asking for more only took lines from the receiving core that nobody wrote (ndperf
-  // write_bw 64 KiB, MTU 4096, perf: new_segment 6.1-7.2% of the samples -> 5.5-5.6%).
+  // frame ~16 instructions more (BM_pingpong, callgrind).
   const size_t lines = (room + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE;
-  auto ask = [data_at, lines, segment](rte_mbuf* m) {
+  auto ask = [data_at, lines](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
     wire::prefetch_to_write(base);
     wire::prefetch_to_write(base + RTE_CACHE_LINE_SIZE);  // rte_pktmbuf_reset writes next there
     char* data = base + data_at;
-    if (segment) {
-      if (lines != 0) wire::prefetch_to_write(data);
-      return;
-    }
     wire::prefetch_to_write(data);
     wire::prefetch_to_write(data + RTE_CACHE_LINE_SIZE);
     for (size_t i = 2; i < lines; i++) wire::prefetch_to_write(data + i * RTE_CACHE_LINE_SIZE);
@@ -218,11 +207,8 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return m;
 }
 
-rte_mbuf* Shard::new_frame(size_t room) { return take_fresh(room, false); }
-rte_mbuf* Shard::new_segment(size_t room) {
-  assert(room <= RTE_CACHE_LINE_SIZE);  // take_fresh asks for one line of a segment at most
-  return take_fresh(room, true);
-}
+rte_mbuf* Shard::new_frame(size_t room) { return take_fresh(room); }
+rte_mbuf* Shard::new_segment() { return take_fresh(0); }
 
 void Shard::return_fresh() {
   if (fresh_next < nfresh)

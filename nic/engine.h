@@ -134,12 +134,11 @@ struct Shard {
   /// when the pool is empty. Taken from the pool kFreshMbufs at a time, each asked into the
   /// cache a few frames before its turn (as many lines as this frame writes).
   rte_mbuf* new_frame(size_t room);
-  /// new_frame() for a chain's further segments (zero-copy): `room`, at most a line, is 0 for
-  /// an attached payload. Out of line: a second caller of new_frame made the compiler stop
-  /// inlining it into every frame's path.
-  [[gnu::noinline]] rte_mbuf* new_segment(size_t room);
+  /// new_frame() for a chain's further segments (zero-copy), out of line: a second caller of
+  /// new_frame made the compiler stop inlining it into every frame's path.
+  [[gnu::noinline]] rte_mbuf* new_segment();
   /// What both take: the next mbuf of the batch, the one a few ahead asked into the cache.
-  rte_mbuf* take_fresh(size_t room, bool segment);
+  rte_mbuf* take_fresh(size_t room);
   /// Gives the mbufs new_frame has not handed out back to the pool (the device closes).
   void return_fresh();
   /// Queues a built frame; flushes when the batch is full.

@@ -48,8 +48,8 @@ static_assert(kShinfoAt >= kMaxPad + wire::kIcrcLen && kShinfoAt % alignof(rte_m
 /// touched last, are not written. The region stays pinned until the frame is freed. False
 /// (nothing changed) when the pool is out of mbufs: the caller copies instead.
 bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gather& g, uint8_t pad) {
-  rte_mbuf* pay = s.new_segment(0);
-  rte_mbuf* tail = pay ? s.new_segment(kShinfoAt + sizeof(rte_mbuf_ext_shared_info)) : nullptr;
+  rte_mbuf* pay = s.new_segment();
+  rte_mbuf* tail = pay ? s.new_segment() : nullptr;
   if (!tail) {
     if (pay) rte_pktmbuf_free(pay);
     return false;
