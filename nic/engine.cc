@@ -1,6 +1,7 @@
 // The poll loop of one shard: control requests, a receive burst through the decoder to the
 // responder and completer, the requester and READ replies of every QP, timers, one TX flush.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include <rte_mbuf.h>
@@ -170,6 +171,30 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   return lin;
 }
 
+namespace {
+
+/// What rte_pktmbuf_alloc does after taking an mbuf from its pool (rte_pktmbuf_reset), without
+/// storing to the mbuf's second line what it holds already. A pooled mbuf's next is NULL (DPDK
+/// frees no mbuf otherwise; rte_mbuf_raw_alloc asserts it), and tx_offload is zero unless a port
+/// that offloads checksums set it. The receiving core reads that line to free the frame
+/// (Shard::retire reads next): stored to by the sender on every frame, the line went back and
+/// forth between the two cores each time; only read, both keep it.
+[[gnu::always_inline]] inline void reset_fresh(rte_mbuf* m) {
+  assert(m->next == nullptr);
+  if (unlikely(m->tx_offload != 0)) m->tx_offload = 0;
+  m->pkt_len = 0;
+  m->vlan_tci = 0;
+  m->vlan_tci_outer = 0;
+  m->nb_segs = 1;
+  m->port = RTE_MBUF_PORT_INVALID;
+  m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+  m->packet_type = 0;
+  rte_pktmbuf_reset_headroom(m);
+  m->data_len = 0;
+}
+
+}  // namespace
+
 [[gnu::always_inline]] inline rte_mbuf* Shard::take_fresh(size_t room) {
   constexpr uint16_t kAhead = 4;  // frames ahead whose header and data lines are asked for
   rte_mempool* pool = port->mempool();
@@ -188,7 +213,7 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   auto ask = [data_at, lines](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
     wire::prefetch_to_write(base);
-    wire::prefetch_to_write(base + RTE_CACHE_LINE_SIZE);  // rte_pktmbuf_reset writes next there
+    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);  // reset_fresh reads it (and leaves it shared)
     char* data = base + data_at;
     wire::prefetch_to_write(data);
     wire::prefetch_to_write(data + RTE_CACHE_LINE_SIZE);
@@ -203,7 +228,7 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
   }
   if (fresh_next + kAhead < nfresh) ask(fresh[fresh_next + kAhead]);
   rte_mbuf* m = fresh[fresh_next++];
-  rte_pktmbuf_reset(m);  // what rte_pktmbuf_alloc does after taking it from the pool
+  reset_fresh(m);
   return m;
 }
 
