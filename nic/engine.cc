@@ -173,24 +173,24 @@ rte_mbuf* Shard::linearize(rte_mbuf* m) {
 
 namespace {
 
-/// What rte_pktmbuf_alloc does after taking an mbuf from its pool (rte_pktmbuf_reset), without
-/// storing to the mbuf's second line what it holds already. A pooled mbuf's next is NULL (DPDK
-/// frees no mbuf otherwise; rte_mbuf_raw_alloc asserts it), and tx_offload is zero unless a port
-/// that offloads checksums set it. The receiving core reads that line to free the frame
-/// (Shard::retire reads next): stored to by the sender on every frame, the line went back and
-/// forth between the two cores each time; only read, both keep it.
+/// What rte_pktmbuf_alloc does after taking an mbuf from its pool (rte_pktmbuf_reset), with
+/// nothing stored that the mbuf holds already (set_if_new), and its lengths left to the frame's
+/// builder, which sets both (finish_frame or emit_ack, then queue_frame). A pooled mbuf's next
+/// is NULL (DPDK frees no mbuf otherwise; rte_mbuf_raw_alloc asserts it), and tx_offload is
+/// zero unless a port that offloads checksums set it. The receiving core reads both of the
+/// mbuf's lines for every frame (lengths and offsets, then next to free it): stored to by the
+/// sender each time, they crossed between the two cores twice per frame; in a run of frames
+/// of one length nothing in them changes, and both cores keep them.
 [[gnu::always_inline]] inline void reset_fresh(rte_mbuf* m) {
   assert(m->next == nullptr);
   if (unlikely(m->tx_offload != 0)) m->tx_offload = 0;
-  m->pkt_len = 0;
-  m->vlan_tci = 0;
-  m->vlan_tci_outer = 0;
-  m->nb_segs = 1;
-  m->port = RTE_MBUF_PORT_INVALID;
-  m->ol_flags &= RTE_MBUF_F_EXTERNAL;
-  m->packet_type = 0;
-  rte_pktmbuf_reset_headroom(m);
-  m->data_len = 0;
+  set_if_new(m->vlan_tci, 0);
+  set_if_new(m->vlan_tci_outer, 0);
+  set_if_new(m->nb_segs, 1);
+  set_if_new(m->port, RTE_MBUF_PORT_INVALID);
+  if (unlikely(m->ol_flags & ~RTE_MBUF_F_EXTERNAL)) m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+  set_if_new(m->packet_type, 0);
+  set_if_new(m->data_off, std::min<uint16_t>(RTE_PKTMBUF_HEADROOM, m->buf_len));
 }
 
 }  // namespace
@@ -212,8 +212,10 @@ namespace {
   const size_t lines = (room + RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE;
   auto ask = [data_at, lines](rte_mbuf* m) {
     char* base = reinterpret_cast<char*>(m);
-    wire::prefetch_to_write(base);
-    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);  // reset_fresh reads it (and leaves it shared)
+    // Both header lines to read: reset_fresh and the frame's builder store into them only
+    // what changed, and a line asked for to write would be taken from the receiving core.
+    rte_prefetch0(base);
+    rte_prefetch0(base + RTE_CACHE_LINE_SIZE);
     char* data = base + data_at;
     wire::prefetch_to_write(data);
     wire::prefetch_to_write(data + RTE_CACHE_LINE_SIZE);

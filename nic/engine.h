@@ -28,6 +28,15 @@ class Port;
 
 namespace ndnic::nic {
 
+/// Stores `v` into a transmit mbuf's field only where it holds something else. A pool mbuf
+/// comes back with what its last frame left, which in a run of like frames is what this one
+/// needs: unstored, the mbuf's line stays shared with the receiving core, which reads it for
+/// every frame, rather than going back and forth (Shard::take_fresh).
+template <class T, class V>
+[[gnu::always_inline]] inline void set_if_new(T& field, V v) {
+  if (field != T(v)) field = T(v);
+}
+
 constexpr uint16_t kRxBurst = 32;
 constexpr uint16_t kTxBatch = 64;
 /// mbufs new_frame takes from the pool at once. The receiving core freed them last, so each
@@ -130,9 +139,11 @@ struct Shard {
   /// What ends poll_once and send_now: completions published, frames handed to the port, the
   /// shard quiescent.
   void end_iteration();
-  /// An empty mbuf for a frame this shard builds, `room` bytes of which it writes, or nullptr
-  /// when the pool is empty. Taken from the pool kFreshMbufs at a time, each asked into the
-  /// cache a few frames before its turn (as many lines as this frame writes).
+  /// An mbuf for a frame this shard builds, `room` bytes of which it writes, or nullptr when
+  /// the pool is empty: reset as rte_pktmbuf_alloc resets one, except for its data_len and
+  /// pkt_len, which the builder sets (set_if_new). Taken from the pool kFreshMbufs at a time,
+  /// each asked into the cache a few frames before its turn (as many lines as this frame
+  /// writes).
   rte_mbuf* new_frame(size_t room);
   /// new_frame() for a chain's further segments (zero-copy), out of line: a second caller of
   /// new_frame made the compiler stop inlining it into every frame's path.

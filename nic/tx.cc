@@ -88,7 +88,7 @@ bool attaches(const Shard& s, const Gather* g) {
 
 /// A built frame of `total` bytes (its segments' lengths set): counted, then queued.
 void queue_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, size_t total) {
-  m->pkt_len = uint32_t(total);
+  set_if_new(m->pkt_len, total);
   qp.counters.tx_packets++;
   qp.counters.tx_bytes += total;
   s.send(m);
@@ -110,7 +110,7 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
       }
     }
     write_trailer(o, crc, pad);
-    m->data_len = uint16_t(total);
+    set_if_new(m->data_len, total);
   }
   queue_frame(s, qp, m, total);
 }
@@ -119,7 +119,7 @@ void finish_frame(Shard& s, Qp::Impl& qp, rte_mbuf* m, uint8_t* o, uint32_t crc,
 /// into it (the rest attached), or nullptr.
 rte_mbuf* frame_for(Shard& s, size_t room, size_t written) {
   rte_mbuf* m = s.new_frame(written);
-  if (m && rte_pktmbuf_tailroom(m) < room) {
+  if (m && size_t(m->buf_len - m->data_off) < room) {  // its data_len is the builder's to set
     rte_pktmbuf_free(m);
     return nullptr;
   }
@@ -229,7 +229,7 @@ void emit_ack(Shard& s, Qp::Impl& qp, uint8_t syndrome, uint32_t psn, uint32_t m
   uint8_t* const after = wire::write_aeth(aeth, syndrome, msn);
   crc = wire::crc32_4(crc, aeth);
   std::memcpy(after, &crc, 4);  // little-endian on the wire, as on x86
-  m->data_len = uint16_t(kAckFrameLen);
+  set_if_new(m->data_len, kAckFrameLen);
   queue_frame(s, qp, m, kAckFrameLen);
 }
 
