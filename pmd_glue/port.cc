@@ -37,6 +37,12 @@ inline void prefetch_headers(const rte_mbuf* m) {
   rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
 }
 
+/// A frame's first two lines at `data`.
+inline void prefetch_at(const char* data) {
+  rte_prefetch0(data);
+  rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
+}
+
 /// Both lines of the mbuf's header: the second holds next and pool, which freeing it reads.
 inline void prefetch_mbuf(const rte_mbuf* m) {
   rte_prefetch0(m);
@@ -151,6 +157,7 @@ bool Port::configure() {
     error_ = "mempool of " + std::to_string(mbufs) + " mbufs: " + rte_strerror(rte_errno);
     return false;
   }
+  data_at_ = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(pool_) + RTE_PKTMBUF_HEADROOM;
   for (uint16_t q = 0; q < config_.rx_queues; q++) {
     rc = rte_eth_rx_queue_setup(port_id_, q, rx_desc, socket, nullptr, pool_);
     if (rc != 0) {
@@ -266,6 +273,17 @@ PortCounters Port::counters() const {
 uint16_t Port::poll(rte_mbuf** pkts, uint16_t n, uint16_t queue) {
   const uint16_t nb = rte_eth_rx_burst(port_id_, queue, pkts, n);
   if (nb == 0) return 0;
+  // A lone frame's headers (an exchange's request or answer, or its ACK and the answer) are
+  // asked for at once, where a pool mbuf keeps them (this port's pool layout; over a net_ring
+  // pair the peer's, which is the same): found through data_off, they were a second miss after
+  // the mbuf's own, one after the other on every exchange's path (ndperf raw_lat 8 B 0.81 ->
+  // 0.69 us, send_lat 1.25 -> 1.17 us typical where the VM's processors sit far apart). A wrong
+  // guess costs two prefetches. Not for longer bursts, whose frames the loop below asks for
+  // ahead: asked for here as well, the first cost raw_bw 64 B 10-20% in the same placement.
+  if (nb <= 2) {
+    prefetch_at(reinterpret_cast<const char*>(pkts[0]) + data_at_);
+    if (nb == 2) prefetch_at(reinterpret_cast<const char*>(pkts[1]) + data_at_);
+  }
   PortCounters& c = counters_[queue].c;
   c.rx_frames += nb;
   if (unlikely(capture_ != nullptr) && !capture_->write(pkts, nb)) c.capture_errors += nb;

@@ -199,6 +199,7 @@ class Port {
   std::string driver_;
   std::string vdev_name_;
   rte_mempool* pool_ = nullptr;
+  size_t data_at_ = 0;  ///< where a pool mbuf's frame starts, from the mbuf's address (poll)
   rte_ether_addr mac_{};
   uint32_t ipv4_ = 0;
   bool tx_ip_cksum_ = false;
