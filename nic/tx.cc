@@ -71,8 +71,8 @@ bool attach_payload(Shard& s, rte_mbuf* m, uint8_t* o, uint32_t crc, const Gathe
   pay->data_len = uint16_t(g.len[0]);
   crc = wire::crc32(crc, bytes, g.len[0]);
   write_trailer(trailer, crc, pad);
-  tail->data_len = uint16_t(pad + 4);
-  m->data_len = uint16_t(o - rte_pktmbuf_mtod(m, uint8_t*));
+  set_if_new(tail->data_len, pad + 4);  // the tail's header line then stays shared
+  set_if_new(m->data_len, o - rte_pktmbuf_mtod(m, uint8_t*));
   m->next = pay;
   pay->next = tail;
   m->nb_segs = 3;
