@@ -169,7 +169,7 @@ bool Device::open(const DeviceConfig& config) {
     s->queue = uint16_t(shared_port ? i : 0);
     s->index = i;
     s->tsc_hz = rte_get_tsc_hz();
-    s->mbuf_data_at = sizeof(rte_mbuf) + rte_pktmbuf_priv_size(s->port->mempool()) + RTE_PKTMBUF_HEADROOM;
+    s->mbuf_data_at = s->port->mbuf_data_at();
     s->zero_copy_min = s->port->zero_copy_tx() ? config.zero_copy_min : 0;
     if (d.worker_lcores) {
       s->lcore = config.lcores[i];

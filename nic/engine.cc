@@ -176,10 +176,10 @@ namespace {
 /// nothing stored that the mbuf holds already (set_if_new), and its lengths left to the frame's
 /// builder, which sets both (finish_frame or emit_ack, then queue_frame). A pooled mbuf's next
 /// is NULL (DPDK frees no mbuf otherwise; rte_mbuf_raw_alloc asserts it in debug builds), and
-/// tx_offload is zero unless a port that offloads checksums set it. The receiving core reads both of the
-/// mbuf's lines for every frame (lengths and offsets, then next to free it): stored to by the
-/// sender each time, they crossed between the two cores twice per frame; in a run of frames
-/// of one length nothing in them changes, and both cores keep them.
+/// tx_offload is zero unless a port that offloads checksums set it. The receiving core reads
+/// both of the mbuf's lines for every frame (lengths and offsets, then next to free it): stored
+/// to by the sender each time, they crossed between the two cores twice per frame; in a run of
+/// frames of one length nothing in them changes, and both cores keep them.
 [[gnu::always_inline]] inline void reset_fresh(rte_mbuf* m) {
   if (unlikely(m->next != nullptr)) m->next = nullptr;  // as a PMD that broke the rule left it
   if (unlikely(m->tx_offload != 0)) m->tx_offload = 0;

@@ -91,7 +91,7 @@ struct Shard {
   rte_mbuf* tx[kTxBatch];
   uint16_t ntx = 0;
   rte_mbuf* fresh[kFreshMbufs];             ///< raw mbufs taken from the pool together (new_frame)
-  size_t mbuf_data_at = 0;                 ///< a pool mbuf's data (after its headroom), from the mbuf's address
+  size_t mbuf_data_at = 0;                 ///< the port's (Port::mbuf_data_at), read per frame
   uint16_t nfresh = 0, fresh_next = 0;
   void* spent[kSpentFrames];                ///< retired frames of `spent_pool`, not yet put back
   uint16_t nspent = 0;

@@ -30,18 +30,15 @@ constexpr uint16_t kPollBurst = 32;
 constexpr uint16_t kRxPrefetch = 4;
 constexpr unsigned kIdleSleepUs = 100;        ///< resolve_wait yields the core to the kernel side
 
-/// The frame's first two lines: Ethernet to BTH, the extension headers and the payload's start.
-inline void prefetch_headers(const rte_mbuf* m) {
-  const char* data = rte_pktmbuf_mtod(m, const char*);
-  rte_prefetch0(data);
-  rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
-}
-
-/// A frame's first two lines at `data`.
+/// A frame's first two lines at `data`: Ethernet to BTH, the extension headers and the
+/// payload's start.
 inline void prefetch_at(const char* data) {
   rte_prefetch0(data);
   rte_prefetch0(data + RTE_CACHE_LINE_SIZE);
 }
+
+/// The frame's first two lines, found through data_off.
+inline void prefetch_headers(const rte_mbuf* m) { prefetch_at(rte_pktmbuf_mtod(m, const char*)); }
 
 /// Both lines of the mbuf's header: the second holds next and pool, which freeing it reads.
 inline void prefetch_mbuf(const rte_mbuf* m) {

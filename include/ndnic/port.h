@@ -179,6 +179,9 @@ class Port {
   /// that frees it once read (net_ring: the peer's receive). A PMD that frees sent mbufs only
   /// when its ring wraps would keep regions pinned; one that DMAs needs the memory mapped.
   bool zero_copy_tx() const { return zero_copy_tx_; }
+  /// Where a pool mbuf's frame starts (after its header, private area and headroom), from the
+  /// mbuf's address: its data lines can be asked for before data_off is read.
+  size_t mbuf_data_at() const { return data_at_; }
   /// Sums the per-queue counters; exact once the lcores polling the port are quiet.
   PortCounters counters() const;
 
@@ -199,7 +202,7 @@ class Port {
   std::string driver_;
   std::string vdev_name_;
   rte_mempool* pool_ = nullptr;
-  size_t data_at_ = 0;  ///< where a pool mbuf's frame starts, from the mbuf's address (poll)
+  size_t data_at_ = 0;  ///< mbuf_data_at()
   rte_ether_addr mac_{};
   uint32_t ipv4_ = 0;
   bool tx_ip_cksum_ = false;
