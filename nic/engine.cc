@@ -414,7 +414,6 @@ unsigned Shard::poll_once(uint64_t tsc) {
 
 unsigned Shard::send_now(Qp::Impl& qp) {
   if (qp.state.load(std::memory_order_relaxed) == QpState::kReset) return 0;
-  port->prepare_send(queue);
   const unsigned work = qp.caps.type == QpType::kUd ? ud_requester_run(*this, qp) : requester_run(*this, qp);
   end_iteration();  // a request that failed before the wire completes at once
   return work;

@@ -11,14 +11,11 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
-#include <rte_prefetch.h>
-#include <rte_ring.h>
 
 #include "pmd_glue/arp.h"
 #include "pmd_glue/capture.h"
 #include "pmd_glue/classify.h"
 #include "pmd_glue/neighbour.h"
-#include "pmd_glue/ring_pair.h"
 #include "ndnic/port.h"
 #include "pmd_glue/rss.h"
 
@@ -132,10 +129,6 @@ bool Port::configure() {
   // The transport may chain a header mbuf to payload mbufs.
   conf.txmode.offloads |= info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   zero_copy_tx_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) && driver_ == "net_ring";
-  if (driver_ == "net_ring") {
-    char name[RTE_ETH_NAME_MAX_LEN];
-    if (rte_eth_dev_get_name_by_port(port_id_, name) == 0) tx_rings_ = ring_pair_tx_rings(name, config_.tx_queues);
-  }
   rc = rte_eth_dev_configure(port_id_, config_.rx_queues, config_.tx_queues, &conf);
   if (rc != 0) {
     error_ = std::string("rte_eth_dev_configure: ") + rte_strerror(-rc);

@@ -12,8 +12,6 @@
 
 #include <rte_ether.h>
 #include <rte_mbuf_core.h>
-#include <rte_prefetch.h>
-#include <rte_ring.h>
 
 #include "ndnic/counters.h"
 
@@ -186,24 +184,6 @@ class Port {
   size_t mbuf_data_at() const { return data_at_; }
   /// Sums the per-queue counters; exact once the lcores polling the port are quiet.
   PortCounters counters() const;
-  /// Called before a lone frame is built for `queue` (a request posted to an idle QP): on a
-  /// make_ring_pair port, asks for the two lines its send will need of the ring. rte_ring's
-  /// enqueue reads the consumer's tail first, which the peer's lcore wrote when it took our
-  /// last frame (in an exchange, the ACK just before this answer), and then stores into the
-  /// slot that lcore read: a miss and a line to take back, one after the other, before the
-  /// frame is visible. Asked for here, they travel while the frame is built. ndperf send_lat
-  /// 8 B, run to completion, polled, binaries alternated on the 2-CPU VM with its processors
-  /// far apart: 1.10 -> 1.05 us typical (medians of ten runs, 8 of 10 pairs faster; raw_lat
-  /// 0.69-0.75 in both). Not on every receive burst (no better: a burst that sends nothing
-  /// back took the line for nothing), and the slot not for writing (1.15-1.22 us: the peer
-  /// still reads that line for the frame before ours).
-  void prepare_send(uint16_t queue) const {
-    if (tx_rings_.empty()) return;
-    const rte_ring* r = tx_rings_[queue];
-    rte_prefetch0(&r->cons);  // its tail, which the enqueue reads first
-    // The slot the enqueue stores into next: the element array follows the ring's header.
-    rte_prefetch0(reinterpret_cast<void* const*>(r + 1) + (r->prod.head & r->mask));
-  }
 
  private:
   uint16_t poll(rte_mbuf** pkts, uint16_t n, uint16_t queue);
@@ -236,7 +216,6 @@ class Port {
   std::vector<uint16_t> reta_;      ///< RSS redirection table; empty without RSS
   struct alignas(64) QueueCounters { PortCounters c; };  ///< one cache line per queue's lcore
   std::vector<QueueCounters> counters_;
-  std::vector<rte_ring*> tx_rings_;  ///< per TX queue, on a make_ring_pair port (prepare_send)
 };
 
 }  // namespace ndnic::glue
