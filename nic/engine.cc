@@ -368,6 +368,7 @@ unsigned Shard::poll_once(uint64_t tsc) {
   // exchange. ndperf send_lat 8 B, polled, run to completion, binaries interleaved on the 2-CPU
   // VM: 1.59 -> 1.50 us typical (means of six).
   if (n != 0) rte_prefetch0(reinterpret_cast<const char*>(pkts[0]) + RTE_CACHE_LINE_SIZE);
+  if (n != 0) port->prepare_send(queue);
   for (uint16_t i = 0; i < n; i++) {
     if (i + 1 < n) prefetch_body(pkts[i + 1]);
     Shard* owner = sharded ? owner_of(pkts[i]) : this;

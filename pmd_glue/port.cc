@@ -16,6 +16,7 @@
 #include "pmd_glue/capture.h"
 #include "pmd_glue/classify.h"
 #include "pmd_glue/neighbour.h"
+#include "pmd_glue/ring_pair.h"
 #include "ndnic/port.h"
 #include "pmd_glue/rss.h"
 
@@ -129,6 +130,10 @@ bool Port::configure() {
   // The transport may chain a header mbuf to payload mbufs.
   conf.txmode.offloads |= info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
   zero_copy_tx_ = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) && driver_ == "net_ring";
+  if (driver_ == "net_ring") {
+    char name[RTE_ETH_NAME_MAX_LEN];
+    if (rte_eth_dev_get_name_by_port(port_id_, name) == 0) tx_rings_ = ring_pair_tx_rings(name, config_.tx_queues);
+  }
   rc = rte_eth_dev_configure(port_id_, config_.rx_queues, config_.tx_queues, &conf);
   if (rc != 0) {
     error_ = std::string("rte_eth_dev_configure: ") + rte_strerror(-rc);

@@ -3,6 +3,7 @@
 #include <rte_ring.h>
 
 #include "ndnic/port.h"
+#include "pmd_glue/ring_pair.h"
 
 namespace ndnic::glue {
 namespace {
@@ -10,7 +11,40 @@ namespace {
 constexpr unsigned kRingSize = 1024;
 constexpr unsigned kMaxQueues = 16;
 
+// A pair named N is the ethdevs net_ring_N_a and net_ring_N_b (rte_eth_from_rings puts the
+// driver's name in front of the one it is given); queue q's ring from A to B is N_ab<q>, and
+// the other way N_ba<q>.
+constexpr char kEthdevPrefix[] = "net_ring_";
+constexpr char kPortA[] = "_a", kPortB[] = "_b";
+constexpr char kAToB[] = "_ab", kBToA[] = "_ba";
+
+std::string ring_name(const std::string& pair, const char* direction, unsigned q) {
+  return pair + direction + std::to_string(q);
+}
+
+bool strip(std::string* s, const char* part, bool front) {
+  const std::string p(part);
+  if (s->size() <= p.size()) return false;
+  if (front ? s->compare(0, p.size(), p) != 0 : s->compare(s->size() - p.size(), p.size(), p) != 0) return false;
+  *s = front ? s->substr(p.size()) : s->substr(0, s->size() - p.size());
+  return true;
+}
+
 }  // namespace
+
+std::vector<rte_ring*> ring_pair_tx_rings(const std::string& ethdev_name, unsigned queues) {
+  std::string pair = ethdev_name;
+  if (!strip(&pair, kEthdevPrefix, true)) return {};
+  const char* direction = strip(&pair, kPortA, false) ? kAToB : strip(&pair, kPortB, false) ? kBToA : nullptr;
+  if (direction == nullptr) return {};
+  std::vector<rte_ring*> rings;
+  for (unsigned q = 0; q < queues; q++) {
+    rte_ring* r = rte_ring_lookup(ring_name(pair, direction, q).c_str());
+    if (r == nullptr) return {};
+    rings.push_back(r);
+  }
+  return rings;
+}
 
 bool make_ring_pair(const std::string& name, uint16_t* port_a, uint16_t* port_b, unsigned queues) {
   const int socket = int(rte_socket_id());
@@ -19,15 +53,12 @@ bool make_ring_pair(const std::string& name, uint16_t* port_a, uint16_t* port_b,
   rte_ring* a_to_b[kMaxQueues];
   rte_ring* b_to_a[kMaxQueues];
   for (unsigned q = 0; q < queues; q++) {
-    std::string ab = name, ba = name;
-    ab.append("_ab").append(std::to_string(q));
-    ba.append("_ba").append(std::to_string(q));
-    a_to_b[q] = rte_ring_create(ab.c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
-    b_to_a[q] = rte_ring_create(ba.c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    a_to_b[q] = rte_ring_create(ring_name(name, kAToB, q).c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+    b_to_a[q] = rte_ring_create(ring_name(name, kBToA, q).c_str(), kRingSize, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
     if (a_to_b[q] == nullptr || b_to_a[q] == nullptr) return false;
   }
-  const int a = rte_eth_from_rings((name + "_a").c_str(), b_to_a, queues, a_to_b, queues, socket);
-  const int b = rte_eth_from_rings((name + "_b").c_str(), a_to_b, queues, b_to_a, queues, socket);
+  const int a = rte_eth_from_rings((name + kPortA).c_str(), b_to_a, queues, a_to_b, queues, socket);
+  const int b = rte_eth_from_rings((name + kPortB).c_str(), a_to_b, queues, b_to_a, queues, socket);
   if (a < 0 || b < 0) return false;
   *port_a = uint16_t(a);
   *port_b = uint16_t(b);

@@ -22,6 +22,7 @@
 #include <rte_cycles.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 
 #include "ndnic/port.h"
 #include "tests/pmd_glue/frames.h"
@@ -168,6 +169,27 @@ bool exchange_in_process(glue::Port& a, glue::Port& b, const std::string& captur
   return check_capture(capture_a, all, "A");
 }
 
+/// Whether `from` knows the ring it sends on (Port::tx_ring, found from its own ethdev's name):
+/// a frame it sends waits there until `to` takes it.
+bool ring_is_found(glue::Port& from, glue::Port& to, const char* name) {
+  const rte_ring* r = from.tx_ring(0);
+  rte_mbuf* m = rte_pktmbuf_alloc(from.mempool());
+  bool ok = r != nullptr && m != nullptr && r != to.tx_ring(0) && rte_ring_count(r) == 0;
+  if (ok) {
+    std::memset(rte_pktmbuf_append(m, 60), 0, 60);  // no protocol of ours: the receiver drops it
+    ok = from.tx_burst(&m, 1) == 1;
+    if (!ok) rte_pktmbuf_free(m);
+  } else if (m) {
+    rte_pktmbuf_free(m);
+  }
+  ok = ok && rte_ring_count(r) == 1;
+  rte_mbuf* got[4];
+  to.rx_burst(got, 4);
+  ok = ok && rte_ring_count(r) == 0;
+  std::printf("tx_ring: %s finds the ring it sends on: %s\n", name, ok ? "ok" : "FAIL");
+  return ok;
+}
+
 int run_ring(const Options&) {
   TempDir dir;
   uint16_t pa, pb;
@@ -185,6 +207,7 @@ int run_ring(const Options&) {
   cb.mac = mac_of(2);
   cb.ipv4 = ip_of("198.18.10.2");
   if (!open_port(a, ca) || !open_port(b, cb)) return 1;
+  if (!ring_is_found(a, b, "A") || !ring_is_found(b, a, "B")) return 1;
   return exchange_in_process(a, b, ca.capture_path) ? 0 : 1;
 }
 
