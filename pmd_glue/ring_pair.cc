@@ -1,3 +1,5 @@
+#include <string_view>
+
 #include <rte_eth_ring.h>
 #include <rte_lcore.h>
 #include <rte_ring.h>
@@ -18,25 +20,20 @@ constexpr char kEthdevPrefix[] = "net_ring_";
 constexpr char kPortA[] = "_a", kPortB[] = "_b";
 constexpr char kAToB[] = "_ab", kBToA[] = "_ba";
 
-std::string ring_name(const std::string& pair, const char* direction, unsigned q) {
-  return pair + direction + std::to_string(q);
-}
-
-bool strip(std::string* s, const char* part, bool front) {
-  const std::string p(part);
-  if (s->size() <= p.size()) return false;
-  if (front ? s->compare(0, p.size(), p) != 0 : s->compare(s->size() - p.size(), p.size(), p) != 0) return false;
-  *s = front ? s->substr(p.size()) : s->substr(0, s->size() - p.size());
-  return true;
+std::string ring_name(std::string_view pair, const char* direction, unsigned q) {
+  return std::string(pair) + direction + std::to_string(q);
 }
 
 }  // namespace
 
 std::vector<rte_ring*> ring_pair_tx_rings(const std::string& ethdev_name, unsigned queues) {
-  std::string pair = ethdev_name;
-  if (!strip(&pair, kEthdevPrefix, true)) return {};
-  const char* direction = strip(&pair, kPortA, false) ? kAToB : strip(&pair, kPortB, false) ? kBToA : nullptr;
-  if (direction == nullptr) return {};
+  std::string_view pair = ethdev_name;
+  if (!pair.starts_with(kEthdevPrefix)) return {};
+  pair.remove_prefix(sizeof kEthdevPrefix - 1);
+  const char* direction = pair.ends_with(kPortA) ? kAToB : pair.ends_with(kPortB) ? kBToA : nullptr;
+  static_assert(sizeof kPortA == sizeof kPortB);
+  if (direction == nullptr || pair.size() == sizeof kPortA - 1) return {};  // no pair name before it
+  pair.remove_suffix(sizeof kPortA - 1);
   std::vector<rte_ring*> rings;
   for (unsigned q = 0; q < queues; q++) {
     rte_ring* r = rte_ring_lookup(ring_name(pair, direction, q).c_str());
