@@ -301,8 +301,8 @@ inline unsigned requester_run(Shard& s, Qp::Impl& qp) { return requester_ready(s
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// resp.cc: the oldest posted receive not yet used (from the taken ones, or the ring), RC and
-/// UD alike; false when there is none.
-bool next_recv(Qp::Impl& qp, RecvWr* out);
+/// UD alike, valid until the next call; nullptr when there is none.
+const RecvWr* next_recv(Qp::Impl& qp);
 /// resp.cc: a request packet (true: `m` was kept, deferred), `info` its opcode's (looked up once
 /// a packet, by recv_packet); READ response generation.
 bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info, rte_mbuf* m);

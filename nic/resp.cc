@@ -36,7 +36,7 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
   send_ack(s, qp, nak, psn);
   RespState& r = qp.resp;
   if (r.have_recv) {
-    complete_recv(qp, r.recv.wr_id, recv_status, WcOpcode::kRecv, r.recv_offset, 0, 0, false);
+    complete_recv(qp, r.recv->wr_id, recv_status, WcOpcode::kRecv, r.recv_offset, 0, 0, false);
     r.have_recv = false;
   }
   qp_to_error(s, qp);
@@ -44,18 +44,17 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
 
 }  // namespace
 
-bool next_recv(Qp::Impl& qp, RecvWr* out) {
+const RecvWr* next_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (r.taken_count == 0) {
     uint32_t n = 0;
     qp.recv_ring.take_burst(kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
-    if (n == 0) return false;
+    if (n == 0) return nullptr;
     r.taken_head = 0;
     r.taken_count = n;
   }
-  wr_copy(out, r.taken[r.taken_head++]);
   r.taken_count--;
-  return true;
+  return &r.taken[r.taken_head++];
 }
 
 namespace {
@@ -64,11 +63,12 @@ namespace {
 bool take_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
   if (r.have_recv) return true;
-  if (!next_recv(qp, &r.recv)) return false;
+  r.recv = next_recv(qp);
+  if (!r.recv) return false;
   r.have_recv = true;
   r.recv_offset = 0;
   r.recv_capacity = 0;
-  for (unsigned i = 0; i < r.recv.num_sge; i++) r.recv_capacity += r.recv.sge[i].length;
+  for (unsigned i = 0; i < r.recv->num_sge; i++) r.recv_capacity += r.recv->sge[i].length;
   return true;
 }
 
@@ -78,8 +78,8 @@ bool take_recv(Qp::Impl& qp) {
 /// 64 B); inlined, the responder grew by 114 bytes.
 [[gnu::flatten]] bool scatter(Shard& s, Qp::Impl& qp, const uint8_t* src, uint32_t len, PayloadCopy& copy) {
   RespState& r = qp.resp;
-  return for_each_piece(r.recv.sge, r.recv.num_sge, r.recv_offset, len, [&](unsigned i, uint32_t at, uint32_t take) {
-    const Sge& g = r.recv.sge[i];
+  return for_each_piece(r.recv->sge, r.recv->num_sge, r.recv_offset, len, [&](unsigned i, uint32_t at, uint32_t take) {
+    const Sge& g = r.recv->sge[i];
     Resolved res;
     if (s.dev->memory.check_local(qp.pd, g.lkey, g.addr + at, take, true, &res) != KeyCheck::kOk) return false;
     copy.copy(res.host, src, take);
@@ -291,7 +291,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       // COMPLETE
       r.msn++;
       r.have_recv = false;
-      complete_recv(qp, r.recv.wr_id, st, WcOpcode::kRecv, r.recv_offset, flags, imm_or_inv, pkt.bth.se);
+      complete_recv(qp, r.recv->wr_id, st, WcOpcode::kRecv, r.recv_offset, flags, imm_or_inv, pkt.bth.se);
       if (st != WcStatus::kSuccess) {
         // The request itself arrived intact: ACK it, then stop (as rxe does).
         r.psn = psn_add(psn, 1);
@@ -361,7 +361,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       r.msn++;
       if (imm_last) {
         r.have_recv = false;
-        complete_recv(qp, r.recv.wr_id, WcStatus::kSuccess, WcOpcode::kRecvWriteImm, r.write_len,
+        complete_recv(qp, r.recv->wr_id, WcStatus::kSuccess, WcOpcode::kRecvWriteImm, r.write_len,
                       kWcWithImm, pkt.imm, pkt.bth.se);
       }
       break;

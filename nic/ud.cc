@@ -127,15 +127,15 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
     qp.counters.qkey_drops++;
     return;
   }
-  RecvWr rw;
-  if (!next_recv(qp, &rw)) {
+  const RecvWr* rw = next_recv(qp);
+  if (!rw) {
     qp.counters.no_recv_drops++;
     return;
   }
   Completion c{};
-  c.wr_id = rw.wr_id;
+  c.wr_id = rw->wr_id;
   // Unlike RC, an error fails this receive only, not the QP (QP1 again).
-  c.status = scatter(s, qp, rw, pkt.payload, pkt.payload_len);
+  c.status = scatter(s, qp, *rw, pkt.payload, pkt.payload_len);
   c.opcode = WcOpcode::kRecv;
   c.byte_len = pkt.payload_len;
   c.qpn = qp.qpn;
