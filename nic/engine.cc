@@ -89,7 +89,7 @@ Completion& Shard::stage_completion(Cq::Impl* cq) {
   return b->c[b->n++];
 }
 
-void Shard::flush_completions() {
+void Shard::publish_completions() {
   for (CqBatch& b : cq_batch) {
     if (b.n == 0) break;  // the batches in use are a prefix (stage_completion)
     const unsigned k = b.cq->push_batch(b.c, b.n);
