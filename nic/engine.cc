@@ -252,7 +252,7 @@ void Shard::send(rte_mbuf* m) {
   tx[ntx++] = m;
 }
 
-void Shard::flush_tx() {
+void Shard::send_batch() {
   if (!fault_tx) {  // the batch goes to the port as it is; what it did not take moves up
     if (ntx == 0) return;
     const uint16_t done = to_port(*port, queue, tx, ntx);
