@@ -52,10 +52,10 @@ constexpr std::array<OpcodeInfo, 256> build_table() {
   return t;
 }
 
-constexpr std::array<OpcodeInfo, 256> kTable = build_table();
-
 }  // namespace
 
-const OpcodeInfo& opcode_info(uint8_t opcode) { return kTable[opcode]; }
+namespace detail {
+constexpr std::array<OpcodeInfo, 256> kOpcodeTable = build_table();
+}  // namespace detail
 
 }  // namespace ndnic::wire

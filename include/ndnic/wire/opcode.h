@@ -3,6 +3,7 @@
 // and whether it carries payload.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace ndnic::wire {
@@ -61,8 +62,15 @@ struct OpcodeInfo {
   bool has_payload;        ///< may carry payload bytes (zero-length is allowed where true)
 };
 
+namespace detail {
+/// The table itself (opcode.cc), declared here so that a lookup is one load where it is made:
+/// every frame looks its opcode up twice (decode, then the engine's dispatch), and as a call
+/// each lookup cost ~5 instructions of call, return and saved registers.
+extern const std::array<OpcodeInfo, 256> kOpcodeTable;
+}  // namespace detail
+
 /// Looks an opcode up; info.name is nullptr for opcodes ndnic does not speak.
-const OpcodeInfo& opcode_info(uint8_t opcode);
+inline const OpcodeInfo& opcode_info(uint8_t opcode) { return detail::kOpcodeTable[opcode]; }
 inline bool opcode_known(uint8_t opcode) { return opcode_info(opcode).name != nullptr; }
 
 }  // namespace ndnic::wire
