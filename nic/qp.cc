@@ -277,8 +277,9 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   qp.comp.retry_pending = false;
   // Receive side: the receive in progress, then the ring.
   RespState& rs = qp.resp;
-  if (rs.have_recv) complete_recv(qp, rs.recv->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
-  rs.have_recv = rs.in_send = rs.in_write = false;
+  if (rs.recv) complete_recv(qp, rs.recv->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+  rs.recv = nullptr;
+  rs.in_send = rs.in_write = false;
   while (const RecvWr* rw = next_recv(qp))
     complete_recv(qp, rw->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
   for (auto& res : rs.res) res.active = false;

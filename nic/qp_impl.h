@@ -158,8 +158,8 @@ struct RespState {
   bool in_write = false;
   /// The receive a SEND is landing in, where it lies among the taken ones below (next_recv
   /// refills them only once it is done): copied out of them, it cost a second copy per message.
+  /// nullptr while there is none.
   const RecvWr* recv = nullptr;
-  bool have_recv = false;
   /// Receives taken off the ring in one operation and not yet used, oldest at taken_head:
   /// the ring's indexes, which the posting thread's core owns, cross once per burst.
   RecvWr taken[kRecvsTaken];

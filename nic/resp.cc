@@ -35,9 +35,9 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
   qp.counters.naks_sent[nak & 3]++;
   send_ack(s, qp, nak, psn);
   RespState& r = qp.resp;
-  if (r.have_recv) {
+  if (r.recv) {
     complete_recv(qp, r.recv->wr_id, recv_status, WcOpcode::kRecv, r.recv_offset, 0, 0, false);
-    r.have_recv = false;
+    r.recv = nullptr;
   }
   qp_to_error(s, qp);
 }
@@ -62,10 +62,9 @@ namespace {
 /// CHECK_RESOURCE for a message that consumes a receive.
 bool take_recv(Qp::Impl& qp) {
   RespState& r = qp.resp;
-  if (r.have_recv) return true;
+  if (r.recv) return true;
   r.recv = next_recv(qp);
   if (!r.recv) return false;
-  r.have_recv = true;
   r.recv_offset = 0;
   r.recv_capacity = 0;
   for (unsigned i = 0; i < r.recv->num_sge; i++) r.recv_capacity += r.recv->sge[i].length;
@@ -290,8 +289,8 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       }
       // COMPLETE
       r.msn++;
-      r.have_recv = false;
       complete_recv(qp, r.recv->wr_id, st, WcOpcode::kRecv, r.recv_offset, flags, imm_or_inv, pkt.bth.se);
+      r.recv = nullptr;
       if (st != WcStatus::kSuccess) {
         // The request itself arrived intact: ACK it, then stop (as rxe does).
         r.psn = psn_add(psn, 1);
@@ -360,9 +359,9 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       if (r.in_write) break;
       r.msn++;
       if (imm_last) {
-        r.have_recv = false;
         complete_recv(qp, r.recv->wr_id, WcStatus::kSuccess, WcOpcode::kRecvWriteImm, r.write_len,
                       kWcWithImm, pkt.imm, pkt.bth.se);
+        r.recv = nullptr;
       }
       break;
     }
