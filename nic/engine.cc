@@ -254,7 +254,6 @@ void Shard::send(rte_mbuf* m) {
 
 void Shard::send_batch() {
   if (!fault_tx) {  // the batch goes to the port as it is; what it did not take moves up
-    if (ntx == 0) return;
     const uint16_t done = to_port(*port, queue, tx, ntx);
     if (done != 0 && done < ntx) std::memmove(tx, tx + done, (ntx - done) * sizeof tx[0]);
     ntx = uint16_t(ntx - done);

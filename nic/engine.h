@@ -166,6 +166,7 @@ struct Shard {
   void flush_tx() {
     if (ntx != 0 || fault_tx) send_batch();
   }
+  /// flush_tx's work, called only from it: a batch to send, or a fault switch to run.
   [[gnu::noinline]] void send_batch();
   /// Room for a few more frames: the requester and READ replies stop while the port is full,
   /// rather than build frames that would be dropped and cost a go-back.
