@@ -85,18 +85,23 @@ template <bool split>
   const size_t ib_len = udp_len - kUdpHdrLen;
   if (ib_len < kBthLen + kIcrcLen || (split && size_t(hend - ib) < kBthLen)) return Reject::kTruncatedBth;
   auto& bth = out->bth;
-  bth.opcode = ib[0];
-  bth.se = ib[1] & 0x80;
-  bth.mig = ib[1] & 0x40;
-  bth.pad = (ib[1] >> 4) & 3;
-  bth.tver = ib[1] & 0x0f;
-  bth.pkey = flow.pkey = load_be16(ib + 2);
-  bth.dest_qp = flow.dest_qp = load_be24(ib + 5);
-  uint32_t apsn = load_be32(ib + 8);
+  // The BTH as its three words, each field taken from them: read byte by byte between the
+  // stores into *out, each byte was loaded again after every store (the stores may alias the
+  // frame), ~12 instructions a frame.
+  const uint32_t w0 = load_be32(ib), w1 = load_be32(ib + 4), apsn = load_be32(ib + 8);
+  const uint8_t opcode = uint8_t(w0 >> 24), flags = uint8_t(w0 >> 16);
+  bth.opcode = opcode;
+  bth.se = flags & 0x80;
+  bth.mig = flags & 0x40;
+  const uint8_t pad = (flags >> 4) & 3;
+  bth.pad = pad;
+  bth.tver = flags & 0x0f;
+  bth.pkey = flow.pkey = uint16_t(w0);
+  bth.dest_qp = flow.dest_qp = w1 & 0xffffff;
   bth.ack_req = apsn >> 31;
   bth.psn = apsn & kPsnMask;
-  if (bth.tver != 0) return Reject::kBadTransportVersion;
-  const OpcodeInfo& info = opcode_info(bth.opcode);
+  if ((flags & 0x0f) != 0) return Reject::kBadTransportVersion;
+  const OpcodeInfo& info = opcode_info(opcode);
   if (!info.name) return Reject::kUnknownOpcode;
   if (ib_len < kBthLen + info.ext_len + kIcrcLen) return Reject::kHeaderLengthMismatch;
   // In one piece, the declared lengths keep every header inside the frame; in pieces, the
@@ -104,23 +109,26 @@ template <bool split>
   if (split && size_t(hend - ib) != kBthLen + info.ext_len) return Reject::kHeaderLengthMismatch;
   const size_t body = ib_len - kBthLen - info.ext_len - kIcrcLen;  // payload + pad
   if (!info.has_payload) {
-    if (bth.pad != 0) return Reject::kPadLengthMismatch;
+    if (pad != 0) return Reject::kPadLengthMismatch;
     if (body != 0) return Reject::kPayloadLengthMismatch;
-  } else if (body % 4 != 0 || bth.pad > body ||
-             (bth.pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
+  } else if (body % 4 != 0 || pad > body ||
+             (pad != 0 && (info.position == Position::kFirst || info.position == Position::kMiddle))) {
     return Reject::kPadLengthMismatch;
   }
-  if (split && fp.payload_len != body - bth.pad) return Reject::kPayloadLengthMismatch;
-  if (split && fp.trailer_len != size_t(bth.pad) + kIcrcLen) return Reject::kPadLengthMismatch;
+  if (split && fp.payload_len != body - pad) return Reject::kPayloadLengthMismatch;
+  if (split && fp.trailer_len != size_t(pad) + kIcrcLen) return Reject::kPadLengthMismatch;
   decode_ext_headers(ib + kBthLen, info.ext, out);
-  out->payload = split ? fp.payload : ib + kBthLen + info.ext_len;
-  out->payload_len = uint32_t(body - bth.pad);
-  out->trailer = split ? fp.trailer : out->payload + out->payload_len;
+  const uint8_t* const payload = split ? fp.payload : ib + kBthLen + info.ext_len;
+  const uint32_t payload_len = uint32_t(body - pad);
+  const uint8_t* const trailer = split ? fp.trailer : payload + payload_len;
+  out->payload = payload;
+  out->payload_len = payload_len;
+  out->trailer = trailer;
   out->frame_len = uint32_t(size_t(ib - fp.head) - kUdpHdrLen + udp_len);
   // The ICRC ends the frame: for a large one a line no one has asked for yet, which the copy
   // or CRC streaming through the payload brings in anyway. Read where it is needed, after
   // that; read here first, it stalled the receive of every 1 KiB+ frame on its own miss.
-  const uint8_t* icrc_at = out->trailer + bth.pad;
+  const uint8_t* icrc_at = trailer + pad;
   out->icrc_pending = false;
   if (!opt.check_icrc && !opt.defer_payload_icrc) {
     out->icrc = load_le32(icrc_at);
@@ -128,11 +136,11 @@ template <bool split>
   }
   // From the fields as they are on the wire (the AckReq word's reserved bits included).
   const uint32_t prefix =
-      known     ? known->prefix.crc(load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
+      known     ? known->prefix.crc(load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), opcode, flags, apsn)
       : opt.flows && IcrcPrefix::applies_to(*out)
-          ? opt.flows->crc(flow, load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), ib[0], ib[1], load_be32(ib + 8))
+          ? opt.flows->crc(flow, load_be16(l3 + 2), out->ip4.id, uint16_t(udp_len), opcode, flags, apsn)
           : icrc_begin(l3, out->ipv6);
-  if (opt.defer_payload_icrc && out->payload_len >= kDeferIcrcMinPayload) {
+  if (opt.defer_payload_icrc && payload_len >= kDeferIcrcMinPayload) {
     out->icrc = 0;  // icrc_finish reads it from the frame
     out->icrc_pending = true;
     out->icrc_partial = crc32(prefix, ib + kBthLen, info.ext_len);
@@ -140,8 +148,7 @@ template <bool split>
   }
   const size_t rest = ib_len - kBthLen - kIcrcLen;  // contiguous: extension headers, payload, pad
   const uint32_t crc =
-      split ? crc32(crc32(crc32(prefix, ib + kBthLen, info.ext_len), out->payload, out->payload_len),
-                    out->trailer, bth.pad)
+      split ? crc32(crc32(crc32(prefix, ib + kBthLen, info.ext_len), payload, payload_len), trailer, pad)
       // An ACK's AETH alone, the commonest frame of a stream and of every round trip: the
       // general path's dispatch and byte loop cost several times its four lookups.
       : rest == kAethLen ? crc32_4(prefix, ib + kBthLen)
