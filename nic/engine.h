@@ -317,9 +317,21 @@ inline unsigned requester_run(Shard& s, Qp::Impl& qp) { return requester_ready(s
 /// ud.cc: UD SEND ONLY datagrams, out (one per work request, no ACKs) and in.
 unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
-/// resp.cc: the oldest posted receive not yet used (from the taken ones, or the ring), RC and
-/// UD alike, valid until the next call; nullptr when there is none.
-const RecvWr* next_recv(Qp::Impl& qp);
+/// The oldest posted receive not yet ended, RC and UD alike, read where it lies in the receive
+/// ring (valid until end_recv); nullptr when there is none. Inline: every SEND takes one.
+inline const RecvWr* next_recv(Qp::Impl& qp) {
+  RespState& r = qp.resp;
+  if (r.recvs_ready == 0 && (r.recvs_ready = qp.recv_ring.ready()) == 0) return nullptr;
+  return &qp.recv_ring.oldest();
+}
+/// Ends the receive next_recv gave, once its completion is made from it: its slot goes back to
+/// the application, before that completion can be seen, so a receive posted in answer to it
+/// always finds room.
+inline void end_recv(Qp::Impl& qp) {
+  qp.recv_ring.release_oldest();
+  qp.resp.recvs_ready--;
+  qp.resp.recv = nullptr;
+}
 /// resp.cc: a request packet (true: `m` was kept, deferred), `info` its opcode's (looked up once
 /// a packet, by recv_packet); READ response generation.
 bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire::OpcodeInfo& info, rte_mbuf* m);

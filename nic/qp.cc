@@ -277,11 +277,15 @@ void qp_flush(Shard& s, Qp::Impl& qp) {
   qp.comp.retry_pending = false;
   // Receive side: the receive in progress, then the ring.
   RespState& rs = qp.resp;
-  if (rs.recv) complete_recv(qp, rs.recv->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
-  rs.recv = nullptr;
+  if (rs.recv) {
+    complete_recv(qp, rs.recv->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+    end_recv(qp);
+  }
   rs.in_send = rs.in_write = false;
-  while (const RecvWr* rw = next_recv(qp))
+  while (const RecvWr* rw = next_recv(qp)) {
     complete_recv(qp, rw->wr_id, WcStatus::kWrFlushed, WcOpcode::kRecv, 0, 0, 0, false);
+    end_recv(qp);
+  }
   for (auto& res : rs.res) res.active = false;
   rs.reads_active = 0;
   s.held -= rs.deferred.free_all();

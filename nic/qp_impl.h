@@ -30,7 +30,6 @@ constexpr uint32_t kMaxReadResources = 64;    ///< responder READ/atomic replay 
 static_assert((kMaxReadResources & (kMaxReadResources - 1)) == 0, "slots are indexed by a mask");
 constexpr uint32_t kMaxHeldPerQp = 64;        ///< requests a responder holds behind READ replies
 constexpr uint32_t kMaxHeldPerShard = 512;    ///< ... all QPs of a shard together
-constexpr uint32_t kRecvsTaken = 8;           ///< receives the responder takes off the ring at once
 
 /// One more on a counter only the QP's lcore writes (readers on other threads load it): a
 /// plain store, no locked instruction.
@@ -156,14 +155,14 @@ struct RespState {
   // The message in progress (SEND or WRITE FIRST/MIDDLE seen, LAST not yet):
   bool in_send = false;
   bool in_write = false;
-  /// The receive a SEND is landing in, where it lies among the taken ones below (next_recv
-  /// refills them only once it is done): copied out of them, it cost a second copy per message.
-  /// nullptr while there is none.
+  /// The receive a SEND is landing in, read in the receive ring's slot where the application
+  /// built it (next_recv), which stays ours until the receive ends (end_recv). Copied out of
+  /// the ring in bursts, each receive was copied once more, and the copies took ~1.1 KiB of
+  /// the QP's state. nullptr while there is none.
   const RecvWr* recv = nullptr;
-  /// Receives taken off the ring in one operation and not yet used, oldest at taken_head:
-  /// the ring's indexes, which the posting thread's core owns, cross once per burst.
-  RecvWr taken[kRecvsTaken];
-  uint32_t taken_head = 0, taken_count = 0;
+  /// Receives posted past those ended, as the ring last said: its producer's line, which the
+  /// posting thread's core owns, is read again only when these are used up.
+  uint32_t recvs_ready = 0;
   uint32_t recv_offset = 0;   ///< bytes placed into `recv`
   uint32_t recv_capacity = 0;
   uint32_t write_rkey = 0;    ///< the WRITE's R_Key: checked again for every packet

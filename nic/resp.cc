@@ -37,25 +37,12 @@ void fatal_nak(Shard& s, Qp::Impl& qp, uint8_t nak, uint32_t psn, WcStatus recv_
   RespState& r = qp.resp;
   if (r.recv) {
     complete_recv(qp, r.recv->wr_id, recv_status, WcOpcode::kRecv, r.recv_offset, 0, 0, false);
-    r.recv = nullptr;
+    end_recv(qp);
   }
   qp_to_error(s, qp);
 }
 
 }  // namespace
-
-const RecvWr* next_recv(Qp::Impl& qp) {
-  RespState& r = qp.resp;
-  if (r.taken_count == 0) {
-    uint32_t n = 0;
-    qp.recv_ring.take_burst(kRecvsTaken, [&](const RecvWr& w) { wr_copy(&r.taken[n++], w); });
-    if (n == 0) return nullptr;
-    r.taken_head = 0;
-    r.taken_count = n;
-  }
-  r.taken_count--;
-  return &r.taken[r.taken_head++];
-}
 
 namespace {
 
@@ -290,7 +277,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       // COMPLETE
       r.msn++;
       complete_recv(qp, r.recv->wr_id, st, WcOpcode::kRecv, r.recv_offset, flags, imm_or_inv, pkt.bth.se);
-      r.recv = nullptr;
+      end_recv(qp);
       if (st != WcStatus::kSuccess) {
         // The request itself arrived intact: ACK it, then stop (as rxe does).
         r.psn = psn_add(psn, 1);
@@ -361,7 +348,7 @@ bool responder_packet(Shard& s, Qp::Impl& qp, wire::RocePacket& pkt, const wire:
       if (imm_last) {
         complete_recv(qp, r.recv->wr_id, WcStatus::kSuccess, WcOpcode::kRecvWriteImm, r.write_len,
                       kWcWithImm, pkt.imm, pkt.bth.se);
-        r.recv = nullptr;
+        end_recv(qp);
       }
       break;
     }

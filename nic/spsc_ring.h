@@ -8,6 +8,11 @@
 // consumer's position as it last read it and reads it again only when that view has too few
 // free slots: a post touches its own line and the slots it fills. The consumer reads the
 // producer's position on every look, as it must: that line is the doorbell.
+//
+// The consumer takes entries two ways: the send queue's copied out in bursts (take_burst), the
+// receive queue's read where they lie, one at a time, each slot given back once its receive is
+// done (ready, oldest, release_oldest): a SEND's receive is used across several calls and
+// packets, and copying it out cost each message a second copy.
 // Figures: perf/bench_rings (BM_send_ring, BM_recv_ring, BM_nd_send, BM_nd_pingpong), README.
 #pragma once
 
@@ -66,6 +71,19 @@ class SpscRing {
     for (uint32_t i = 0; i < n; i++) take(static_cast<const T&>(shape_.slots[(tail + i) & shape_.mask]));
     if (n != 0) cons_.pos.store(tail + n, std::memory_order_release);
     return n;
+  }
+
+  /// Entries published and not yet released, as the consumer sees them now: reads the
+  /// producer's line, so a consumer that takes entries one at a time asks once per burst.
+  uint32_t ready() const {
+    return prod_.pos.load(std::memory_order_acquire) - cons_.pos.load(std::memory_order_relaxed);
+  }
+  /// The oldest entry not yet released (ready() says there is one), read where the producer
+  /// built it: its slot stays the consumer's until release().
+  const T& oldest() const { return shape_.slots[cons_.pos.load(std::memory_order_relaxed) & shape_.mask]; }
+  /// Gives the oldest entry's slot back to the producer: the consumer is done reading it.
+  void release_oldest() {
+    cons_.pos.store(cons_.pos.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   }
 
   /// Nothing published waits for the consumer (from either side).

@@ -142,6 +142,7 @@ void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt) {
   c.solicited = pkt.bth.se;
   c.src_ipv4 = pkt.ip4.src;
   c.src_qpn = pkt.deth.src_qp;
+  end_recv(qp);  // everything is read from it
   count_one(qp.recvs_completed);
   // A datagram is unreliable anyway: one lost on a full CQ is counted there (Cq::overrun), and
   // the QP (QP1, the CM's, among them) goes on: a flood must not take the CM down.

@@ -1,6 +1,6 @@
-// The send queue's ring (nic/spsc_ring.h): what the producer's out-of-date view of the consumer
-// may and may not do, laps, batches built in place, and a producer thread against a consumer
-// thread, every entry arriving whole, once and in order.
+// The send and receive queues' ring (nic/spsc_ring.h): what the producer's out-of-date view of
+// the consumer may and may not do, laps, batches built in place, entries read in place, and a
+// producer thread against a consumer thread, every entry arriving whole, once and in order.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -73,6 +73,34 @@ TEST(SpscRing, TheProducersViewIsStaleOnlyDownwards) {
   EXPECT_EQ(r.take_burst(2, [](const Entry&) {}), 2u);
   EXPECT_EQ(r.free_slots(2), 2u);  // two known: enough, not read again
   EXPECT_EQ(r.free_slots(3), 4u);
+}
+
+// Read in place (the receive queue's way): the oldest entry keeps its slot until it is
+// released, so a producer that has filled the others cannot build over it; ready() counts
+// every entry published and not released, and is what the consumer reads of the producer.
+TEST(SpscRing, AnEntryReadInPlaceKeepsItsSlotUntilReleased) {
+  SpscRing<Entry> r;
+  r.allocate(4);
+  EXPECT_EQ(r.ready(), 0u);
+  for (uint64_t n = 0; n < 4; n++) ASSERT_TRUE(push(r, n));
+  ASSERT_EQ(r.ready(), 4u);
+  const Entry* first = &r.oldest();
+  EXPECT_TRUE(is_numbered(*first, 0));
+  EXPECT_FALSE(push(r, 4));  // every slot is taken, the one being read among them
+  EXPECT_TRUE(is_numbered(*first, 0));
+  r.release_oldest();
+  EXPECT_EQ(r.ready(), 3u);
+  EXPECT_TRUE(is_numbered(r.oldest(), 1));
+  ASSERT_TRUE(push(r, 4));   // the released slot, and only it
+  EXPECT_FALSE(push(r, 5));
+  for (uint64_t n = 1; n <= 4; n++) {
+    ASSERT_GE(r.ready(), 1u);
+    EXPECT_TRUE(is_numbered(r.oldest(), n));
+    r.release_oldest();
+  }
+  EXPECT_EQ(r.ready(), 0u);
+  EXPECT_TRUE(r.empty());
+  EXPECT_EQ(r.free_slots(4), 4u);
 }
 
 // A batch builds in place past what is published; only what it publishes is seen, and a slot

@@ -90,6 +90,59 @@ TEST_P(Transport, WriteReadAtomics) {
 
 INSTANTIATE_TEST_SUITE_P(Mtu, Transport, ::testing::Values(256u, 1024u, 4096u));
 
+// A receive queue kept full (max_recv_wr 7: room for 8, the ring's power of two): every
+// completion answered at once by a new receive, which must find room. The responder reads
+// each receive in its ring slot and gives the slot back as the receive completes, so a receive
+// the application sees completed never holds one; messages of one and of several packets, and
+// empty ones, over many laps of the ring.
+TEST_F(TwoNodes, AReceiveQueueKeptFull) {
+  ConnectOptions o;
+  o.max_recv_wr = 7;
+  connect(o);
+  constexpr uint32_t kSlot = 8192, kRounds = 12, kMost = 16;
+  const uint32_t sizes[] = {64, 1, 3 * 1024 + 5, 0, 1024, 4096, 17, 999};
+  uint64_t next_recv_id = 0;
+  uint32_t depth = 0;  // as many as it takes
+  while (depth < kMost && b->qp->post_recv(recv_wr(*b, (next_recv_id % kMost) * kSlot, kSlot, next_recv_id))) {
+    depth++;
+    next_recv_id++;
+  }
+  ASSERT_GE(depth, 7u);
+  ASSERT_LT(depth, kMost) << "the receive queue takes more than twice its depth";
+  uint64_t expect_id = 0;
+  for (uint32_t round = 0; round < kRounds; round++) {
+    for (uint32_t i = 0; i < depth; i++) {
+      const uint32_t len = sizes[(round + i) % 8];
+      fill(a->buf, i * kSlot, len, uint8_t(round * 13 + i));
+      ASSERT_TRUE(a->qp->post_send(send_wr(WrOpcode::kSend, *a, i * kSlot, len, round * depth + i)));
+    }
+    uint32_t got = 0;
+    ASSERT_TRUE(run_until([&] {
+      Completion c[kMost];
+      const unsigned n = b->rcq->poll(c, kMost);
+      for (unsigned k = 0; k < n; k++, got++) {
+        const uint32_t len = sizes[(round + got) % 8];
+        EXPECT_EQ(c[k].status, WcStatus::kSuccess) << wc_status_name(c[k].status);
+        EXPECT_EQ(c[k].wr_id, expect_id);
+        EXPECT_EQ(c[k].byte_len, len);
+        EXPECT_EQ(0, memcmp(a->buf.data() + got * kSlot, b->buf.data() + (expect_id % kMost) * kSlot, len))
+            << "round " << round << " message " << got;
+        expect_id++;
+        // In answer to the completion, at once: the slot it held is free again.
+        EXPECT_TRUE(b->qp->post_recv(recv_wr(*b, (next_recv_id % kMost) * kSlot, kSlot, next_recv_id)))
+            << "round " << round << ": no room for a receive after " << got + 1 << " completions";
+        next_recv_id++;
+      }
+      return got >= depth;
+    }));
+    ASSERT_EQ(got, depth);
+    std::vector<Completion> sc;
+    ASSERT_TRUE(wait_cq(a->scq, depth, &sc));
+    for (const Completion& c : sc) EXPECT_EQ(c.status, WcStatus::kSuccess);
+  }
+  EXPECT_FALSE(b->qp->post_recv(recv_wr(*b, 0, kSlot, 999))) << "the queue is full again";
+}
+
 TEST_F(TwoNodes, ImmediateAndZeroLength) {
   connect();
   for (int i = 0; i < 4; i++) ASSERT_TRUE(b->qp->post_recv(recv_wr(*b, i * 8192, 8192, 50 + i)));
