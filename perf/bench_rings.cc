@@ -28,6 +28,7 @@
 #include "ndnic/nd.h"
 #include "nd_frontend/testing.h"
 #include "nic/cq_impl.h"
+#include "nic/engine.h"
 #include "ndnic/nic.h"
 #include "nic/qp_impl.h"
 #include "nic/wr_ring.h"
@@ -144,14 +145,17 @@ void BM_recv_ring(benchmark::State& state) {
   wr.wr_id = 11;
   wr.num_sge = 1;
   wr.sge[0] = {reinterpret_cast<uint64_t>(l->buf.data()), kMsgLen, l->mr.lkey};
-  RecvWr out;
+  Qp::Impl& qp = *l->qp->impl();
   for (auto _ : state) {
     for (unsigned i = 0; i < n; i++)
       if (!l->qp->post_recv(wr)) return state.SkipWithError("post_recv refused");
-    for (unsigned i = 0; i < n; i++)
-      if (!wr_dequeue(ring, &out) || out.wr_id != wr.wr_id)
-        return state.SkipWithError("the ring did not give back what was posted");
+    for (unsigned i = 0; i < n; i++) {  // read where it lies, its slot given back when done
+      const RecvWr* w = next_recv(qp);
+      if (!w || w->wr_id != wr.wr_id) return state.SkipWithError("the ring did not give back what was posted");
+      end_recv(qp);
+    }
   }
+  if (ring.ready() != 0) state.SkipWithError("receives left in the ring");
   per_entry(state, n);
 }
 
@@ -183,8 +187,9 @@ void BM_cq_push_poll(benchmark::State& state) {
 // The send and receive rings across cores, as they run with worker lcores: this thread posts n
 // requests per ring operation (sends built in the ring's slots, as an ND batch does with
 // open_send_slots .. commit_send_slots; receives copied in by post_recv_burst, as an ND batch
-// of receives is), while a worker lcore takes them off as the requester's FETCH and the
-// responder's next_recv do (take_burst, each copied into an array of its own). Per entry: the
+// of receives is), while a worker lcore takes them off as the requester's FETCH (take_burst,
+// each copied into an array of its own) and the responder's next_recv do (each read in its
+// slot, the slot given back once read: end_recv). Per entry: the
 // time until the lcore has taken kCrossEntries. What it measures is the cache lines each request
 // moves from one core to the other.
 constexpr uint32_t kCrossEntries = 1u << 14;
@@ -202,14 +207,20 @@ struct CrossTaker {
     uint32_t tail = 0;
     uint64_t taken = 0;
     while (c->running.load(std::memory_order_relaxed)) {
-      const uint32_t n = c->ring->take_burst(kRingEntries, [&](const Wr& w) {
-        Wr& to = kept[tail++ & (kRingEntries - 1)];
-        if constexpr (std::is_same_v<Wr, SendWr>)
+      uint32_t n = 0;
+      if constexpr (std::is_same_v<Wr, SendWr>) {
+        n = c->ring->take_burst(kRingEntries, [&](const Wr& w) {
+          Wr& to = kept[tail++ & (kRingEntries - 1)];
           wr_copy(&to, w, false);
-        else
-          wr_copy(&to, w);
-        c->lengths += to.sge[0].length;
-      });
+          c->lengths += to.sge[0].length;
+        });
+      } else {  // as next_recv and end_recv: the producer's line read once a burst, each read in place
+        n = c->ring->ready();
+        for (uint32_t i = 0; i < n; i++) {
+          c->lengths += c->ring->oldest().sge[0].length;
+          c->ring->release_oldest();
+        }
+      }
       if (n != 0) c->taken.store(taken += n, std::memory_order_release);
     }
     return 0;
