@@ -78,9 +78,11 @@ class SpscRing {
   uint32_t ready() const {
     return prod_.pos.load(std::memory_order_acquire) - cons_.pos.load(std::memory_order_relaxed);
   }
-  /// The oldest entry not yet released (ready() says there is one), read where the producer
-  /// built it: its slot stays the consumer's until release().
-  const T& oldest() const { return shape_.slots[cons_.pos.load(std::memory_order_relaxed) & shape_.mask]; }
+  /// The oldest entry not yet released, or the i-th after it (ready() says there are that many),
+  /// read where the producer built it: its slot stays the consumer's until released.
+  const T& oldest(uint32_t i = 0) const {
+    return shape_.slots[(cons_.pos.load(std::memory_order_relaxed) + i) & shape_.mask];
+  }
   /// Gives the oldest entry's slot back to the producer: the consumer is done reading it.
   void release_oldest() {
     cons_.pos.store(cons_.pos.load(std::memory_order_relaxed) + 1, std::memory_order_release);
