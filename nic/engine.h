@@ -319,26 +319,12 @@ unsigned ud_requester_run(Shard& s, Qp::Impl& qp);
 void ud_recv_packet(Shard& s, Qp::Impl& qp, const wire::RocePacket& pkt);
 /// The oldest posted receive not yet ended, RC and UD alike, read where it lies in the receive
 /// ring (valid until end_recv); nullptr when there is none. Inline: every SEND takes one.
-inline const RecvWr* next_recv(Qp::Impl& qp) {
-  // The posting core wrote the slots, so each is a miss: asked for kRecvsAhead at a time when
-  // the producer's position is read, then one more each time, as many are in flight at once as
-  // when a burst of them was copied out of the ring, and none is waited for alone.
-  constexpr uint32_t kRecvsAhead = 8;
-  RespState& r = qp.resp;
-  if (r.recvs_ready == 0) {
-    if ((r.recvs_ready = qp.recv_ring.ready()) == 0) return nullptr;
-    for (uint32_t i = 1; i < r.recvs_ready && i < kRecvsAhead; i++) rte_prefetch0(&qp.recv_ring.oldest(i));
-  } else if (r.recvs_ready > kRecvsAhead) {
-    rte_prefetch0(&qp.recv_ring.oldest(kRecvsAhead));
-  }
-  return &qp.recv_ring.oldest();
-}
+inline const RecvWr* next_recv(Qp::Impl& qp) { return qp.recv_ring.next_in_place(qp.resp.recvs_ready); }
 /// Ends the receive next_recv gave, once its completion is made from it: its slot goes back to
 /// the application, before that completion can be seen, so a receive posted in answer to it
 /// always finds room.
 inline void end_recv(Qp::Impl& qp) {
-  qp.recv_ring.release_oldest();
-  qp.resp.recvs_ready--;
+  qp.recv_ring.release_in_place(qp.resp.recvs_ready);
   qp.resp.recv = nullptr;
 }
 /// resp.cc: a request packet (true: `m` was kept, deferred), `info` its opcode's (looked up once

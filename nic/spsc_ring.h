@@ -11,7 +11,7 @@
 //
 // The consumer takes entries two ways: the send queue's copied out in bursts (take_burst), the
 // receive queue's read where they lie, one at a time, each slot given back once its receive is
-// done (ready, oldest, release_oldest): a SEND's receive is used across several calls and
+// done (next_in_place, release_in_place): a SEND's receive is used across several calls and
 // packets, and copying it out cost each message a second copy.
 // Figures: perf/bench_rings (BM_send_ring, BM_recv_ring, BM_nd_send, BM_nd_pingpong), README.
 #pragma once
@@ -73,19 +73,30 @@ class SpscRing {
     return n;
   }
 
-  /// Entries published and not yet released, as the consumer sees them now: reads the
-  /// producer's line, so a consumer that takes entries one at a time asks once per burst.
+  /// Entries published and not yet released, as the consumer sees them now (reads the
+  /// producer's line).
   uint32_t ready() const {
     return prod_.pos.load(std::memory_order_acquire) - cons_.pos.load(std::memory_order_relaxed);
   }
-  /// The oldest entry not yet released, or the i-th after it (ready() says there are that many),
-  /// read where the producer built it: its slot stays the consumer's until released.
-  const T& oldest(uint32_t i = 0) const {
-    return shape_.slots[(cons_.pos.load(std::memory_order_relaxed) + i) & shape_.mask];
+  /// Reading in place, one entry at a time: the oldest entry not yet released, where the
+  /// producer built it (its slot stays the consumer's until release_in_place), or nullptr when
+  /// none is ready. `known` is the caller's count of entries ready and not released: the
+  /// producer's line is read again only when it is used up. The producer's core wrote the
+  /// slots, so each is a miss: kReadAhead are asked for when that line is read, then the one
+  /// kReadAhead on at each call, so that the misses overlap as when a burst is copied out.
+  const T* next_in_place(uint32_t& known) const {
+    if (known == 0) {
+      if ((known = ready()) == 0) return nullptr;
+      for (uint32_t i = 1; i < known && i < kReadAhead; i++) __builtin_prefetch(&nth_unreleased(i));
+    } else if (known > kReadAhead) {
+      __builtin_prefetch(&nth_unreleased(kReadAhead));
+    }
+    return &nth_unreleased(0);
   }
-  /// Gives the oldest entry's slot back to the producer: the consumer is done reading it.
-  void release_oldest() {
+  /// Gives the entry next_in_place returned back to the producer: the consumer is done with it.
+  void release_in_place(uint32_t& known) {
     cons_.pos.store(cons_.pos.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+    known--;
   }
 
   /// Nothing published waits for the consumer (from either side).
@@ -109,6 +120,13 @@ class SpscRing {
     std::unique_ptr<T[]> slots;
     uint32_t mask = 0;
   };
+
+  static constexpr uint32_t kReadAhead = 8;  ///< slots next_in_place asks for ahead of use
+
+  /// The i-th oldest entry not yet released.
+  const T& nth_unreleased(uint32_t i) const {
+    return shape_.slots[(cons_.pos.load(std::memory_order_relaxed) + i) & shape_.mask];
+  }
 
   Shape shape_;
   Producer prod_;

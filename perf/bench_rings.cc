@@ -204,7 +204,7 @@ struct CrossTaker {
   static int run(void* arg) {
     auto* c = static_cast<CrossTaker*>(arg);
     std::vector<Wr> kept(kRingEntries);
-    uint32_t tail = 0;
+    uint32_t tail = 0, known = 0;
     uint64_t taken = 0;
     while (c->running.load(std::memory_order_relaxed)) {
       uint32_t n = 0;
@@ -214,11 +214,10 @@ struct CrossTaker {
           wr_copy(&to, w, false);
           c->lengths += to.sge[0].length;
         });
-      } else {  // as next_recv and end_recv: the producer's line read once a burst, each read in place
-        n = c->ring->ready();
-        for (uint32_t i = 0; i < n; i++) {
-          c->lengths += c->ring->oldest().sge[0].length;
-          c->ring->release_oldest();
+      } else {  // as next_recv and end_recv do
+        for (const Wr* w; (w = c->ring->next_in_place(known)) != nullptr; n++) {
+          c->lengths += w->sge[0].length;
+          c->ring->release_in_place(known);
         }
       }
       if (n != 0) c->taken.store(taken += n, std::memory_order_release);

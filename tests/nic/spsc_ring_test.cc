@@ -77,27 +77,38 @@ TEST(SpscRing, TheProducersViewIsStaleOnlyDownwards) {
 
 // Read in place (the receive queue's way): the oldest entry keeps its slot until it is
 // released, so a producer that has filled the others cannot build over it; ready() counts
-// every entry published and not released, and is what the consumer reads of the producer.
+// every entry published and not released, and the consumer's count of them reads the
+// producer's position again only once it is used up.
 TEST(SpscRing, AnEntryReadInPlaceKeepsItsSlotUntilReleased) {
   SpscRing<Entry> r;
   r.allocate(4);
+  uint32_t known = 0;
   EXPECT_EQ(r.ready(), 0u);
+  EXPECT_EQ(r.next_in_place(known), nullptr);
   for (uint64_t n = 0; n < 4; n++) ASSERT_TRUE(push(r, n));
   ASSERT_EQ(r.ready(), 4u);
-  const Entry* first = &r.oldest();
+  const Entry* first = r.next_in_place(known);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(known, 4u);
   EXPECT_TRUE(is_numbered(*first, 0));
+  EXPECT_EQ(r.next_in_place(known), first);  // not released: still the oldest
   EXPECT_FALSE(push(r, 4));  // every slot is taken, the one being read among them
   EXPECT_TRUE(is_numbered(*first, 0));
-  r.release_oldest();
+  r.release_in_place(known);
   EXPECT_EQ(r.ready(), 3u);
-  EXPECT_TRUE(is_numbered(r.oldest(), 1));
+  EXPECT_EQ(known, 3u);
+  ASSERT_NE(r.next_in_place(known), nullptr);
+  EXPECT_TRUE(is_numbered(*r.next_in_place(known), 1));
   ASSERT_TRUE(push(r, 4));   // the released slot, and only it
   EXPECT_FALSE(push(r, 5));
-  for (uint64_t n = 1; n <= 4; n++) {
-    ASSERT_GE(r.ready(), 1u);
-    EXPECT_TRUE(is_numbered(r.oldest(), n));
-    r.release_oldest();
+  for (uint64_t n = 1; n <= 4; n++) {  // the fifth is past what `known` counted: read again
+    const Entry* e = r.next_in_place(known);
+    ASSERT_NE(e, nullptr) << n;
+    EXPECT_TRUE(is_numbered(*e, n));
+    r.release_in_place(known);
   }
+  EXPECT_EQ(known, 0u);
+  EXPECT_EQ(r.next_in_place(known), nullptr);
   EXPECT_EQ(r.ready(), 0u);
   EXPECT_TRUE(r.empty());
   EXPECT_EQ(r.free_slots(4), 4u);
