@@ -119,13 +119,16 @@ Shard* Shard::owner_of(const rte_mbuf* m) const {
 
 bool Shard::resolve_mac(Qp::Impl& qp) {
   if (arp_owner == this) {
-    if (port->resolve(qp.attr.dest_ipv4, &qp.dest_mac) != glue::Resolve::kResolved) return false;
+    const bool resolved = port->resolve(qp.attr.dest_ipv4, &qp.dest_mac) == glue::Resolve::kResolved;
+    qp.tx_addressing_changed();
+    if (!resolved) return false;
     qp.mac_known = true;
     return true;
   }
   if (qp.mac_published.load(std::memory_order_acquire)) {
     qp.dest_mac = qp.published_mac;
     qp.mac_known = true;
+    qp.tx_addressing_changed();
     return true;
   }
   if (!qp.resolve_requested &&
@@ -284,6 +287,7 @@ void Shard::apply(ControlCmd* cmd) {
   switch (cmd->kind) {
     case ControlCmd::kAttachQp:
       qps.push_back(qp);
+      qp->tx_addressing_changed();  // this shard's port may be another's
       cmd->ok = true;
       break;
     case ControlCmd::kDetachQp:

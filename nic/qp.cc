@@ -224,6 +224,7 @@ bool qp_modify(Shard& s, Qp::Impl& qp, QpState to, const QpAttr& a) {
       qp.mac_known = std::memcmp(a.dest_mac, kZero, 6) != 0;
       std::memcpy(qp.dest_mac.addr_bytes, a.dest_mac, 6);
       qp.udp_sport = a.udp_src_port ? a.udp_src_port : udp_sport_for(qp.qpn, a.remote_qpn);
+      qp.tx_addressing_changed();
       qp.resp.psn = qp.attr.rq_psn;
       qp.state.store(to, std::memory_order_release);
       steer_by_rss(s, qp);

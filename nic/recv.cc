@@ -66,6 +66,7 @@ bool recv_packet(Shard& s, wire::RocePacket& pkt, rte_mbuf* m) {
     // The peer's MAC (or its router's) as the request arrived: replies need no ARP of their own.
     std::memcpy(qp->dest_mac.addr_bytes, pkt.eth.src, 6);
     qp->mac_known = true;
+    qp->tx_addressing_changed();
   }
   qp->counters.rx_packets++;
   qp->counters.rx_bytes += pkt.frame_len;  // as tx_bytes: whole frames

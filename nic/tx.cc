@@ -1,6 +1,7 @@
 // Building a QP's packets: addressing from the QP, headers by the wire encoder, the payload
 // gathered from registered memory, the ICRC over the result.
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 #include <rte_mbuf.h>
@@ -140,16 +141,21 @@ rte_mbuf* frame_for(Shard& s, size_t room, size_t written) {
   qp.tx_flow = now;
 }
 
-/// The QP's header template (wire/header_template.h), made again whenever what it was made
-/// from changed; compared from where those values live.
+/// What the QP's header template is made of, as it is now.
+Qp::Impl::TxFlow tx_flow_now(const glue::Port& port, const Qp::Impl& qp) {
+  return {mac_bits(qp.dest_mac) | uint64_t(qp.udp_sport) << 48, mac_bits(port.mac()),
+          uint64_t(port.ipv4()) << 32 | qp.attr.dest_ipv4, qp.attr.remote_qpn, true};
+}
+
+/// The QP's header template (wire/header_template.h), made again after what it is made of
+/// changed (Qp::Impl::tx_addressing_changed).
 [[gnu::always_inline]] inline const wire::HeaderTemplate& tx_headers(const Shard& s, Qp::Impl& qp) {
-  const glue::Port& port = *s.port;
-  const Qp::Impl::TxFlow& f = qp.tx_flow;
-  const uint64_t dst = mac_bits(qp.dest_mac) | uint64_t(qp.udp_sport) << 48;
-  const uint64_t src = mac_bits(port.mac());
-  const uint64_t ips = uint64_t(port.ipv4()) << 32 | qp.attr.dest_ipv4;
-  if (!f.built || f.dst != dst || f.src != src || f.ips != ips || f.remote_qpn != qp.attr.remote_qpn)
-    rebuild_tx_headers(port, qp, {dst, src, ips, qp.attr.remote_qpn, true});
+  if (unlikely(!qp.tx_flow.built)) rebuild_tx_headers(*s.port, qp, tx_flow_now(*s.port, qp));
+#ifndef NDEBUG
+  // A change that did not call tx_addressing_changed() would send to the old peer.
+  const Qp::Impl::TxFlow now = tx_flow_now(*s.port, qp), &f = qp.tx_flow;
+  assert(f.dst == now.dst && f.src == now.src && f.ips == now.ips && f.remote_qpn == now.remote_qpn);
+#endif
   return qp.tx_headers;
 }
 
