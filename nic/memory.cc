@@ -426,8 +426,17 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
   if (v.qp_id != qp_id) return KeyCheck::kBadQp;
   if ((v.access & access) != access) return KeyCheck::kNoAccess;
   if (!range_inside(v.addr, v.len, va, len)) return KeyCheck::kOutOfRange;
-  if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+  if (out != nullptr) {
+    out->host = reinterpret_cast<uint8_t*>(va);
+    out->standing = v.word.pack();
+  }
   return KeyCheck::kOk;
+}
+
+bool MemoryTable::remote_access_stands(uint32_t rkey, uint64_t standing) const {
+  if (!is_mw_key(rkey)) return impl_->region(rkey) != nullptr;
+  const Window* w = impl_->window_slot(rkey);
+  return w != nullptr && w->word.load(std::memory_order_acquire) == standing;
 }
 
 KeyCheck MemoryTable::bind_mw(uint32_t pd, uint32_t qp_id, uint32_t mw_key, uint32_t mr_key,

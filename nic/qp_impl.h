@@ -138,6 +138,7 @@ struct ReadResource {
   uint32_t first_psn = 0;
   uint32_t last_psn = 0;
   uint32_t rkey = 0;
+  uint64_t standing = 0;      ///< the READ's check (Resolved::standing), asked for each response
   uint64_t va = 0;
   uint32_t length = 0;
   uint64_t atomic_orig = 0;
@@ -166,6 +167,7 @@ struct RespState {
   uint32_t recv_offset = 0;   ///< bytes placed into `recv`
   uint32_t recv_capacity = 0;
   uint32_t write_rkey = 0;    ///< the WRITE's R_Key: checked again for every packet
+  uint64_t write_standing = 0;  ///< the FIRST's check (Resolved::standing), asked for every later packet
   uint64_t write_va = 0;      ///< next byte a WRITE places (a peer's virtual address)
   uint32_t write_left = 0;    ///< bytes of the WRITE's DMA length still to come
   uint32_t write_len = 0;

@@ -167,6 +167,58 @@ TEST_F(ResponderHostile, WriteMiddleReachesNoRegionDeregisteredAfterTheFirst) {
   check_good_pair_works(1);
 }
 
+// A window revoked while a READ is being answered: the READ was checked whole when it was
+// accepted, and each response asks whether that check still stands. Those still to go after
+// the invalidation are refused (a remote access NAK, B's QP to ERROR), none of them sent.
+TEST_F(ResponderHostile, ReadResponsesStopWhenTheWindowIsInvalidatedMidway) {
+  connect();
+  make_good_pair();
+  const uint32_t mtu = opts.mtu;
+  constexpr uint32_t kPackets = 2 * kSendBudget;
+  const uint32_t mw = b->dev.alloc_mw(b->pd, 1);
+  const uint32_t wkey = bind_on_b(mw, b_va(kWinOff), kPackets * mtu, kAccessRemoteRead);
+  ASSERT_NE(wkey, 0u);
+  const uint64_t tx0 = b->qp->counters().tx_packets;
+  wire::RocePacket rd = request(wire::kRcReadRequest, b->qp->qpn(), opts.psn_a);
+  rd.reth = {b_va(kWinOff), wkey, kPackets * mtu};
+  inject(rd, {}, nullptr, /*settle=*/false);
+  b->dev.poll();  // accepts the READ and sends at most kSendBudget of its responses
+  const uint64_t answered = b->qp->counters().tx_packets - tx0;
+  ASSERT_GT(answered, 0u);
+  ASSERT_LT(answered, kPackets);
+  ASSERT_EQ(local_inv_on_b(wkey), WcStatus::kSuccess);
+  run_until([] { return false; }, 20);
+  EXPECT_LE(b->qp->counters().tx_packets - tx0, answered + 1) << "responses left after the window was invalidated";
+  EXPECT_EQ(b->qp->counters().naks_sent[2], 1u);  // remote access error
+  EXPECT_EQ(b->qp->state(), QpState::kError);
+  check_good_pair_works(1);
+}
+
+// The same with the region deregistered while its READ is being answered.
+TEST_F(ResponderHostile, ReadResponsesStopWhenTheRegionIsDeregisteredMidway) {
+  connect();
+  make_good_pair();
+  const uint32_t mtu = opts.mtu;
+  constexpr uint32_t kPackets = 2 * kSendBudget;
+  std::vector<uint8_t> area(kPackets * mtu, 0xC1);
+  MrKeys k;
+  ASSERT_TRUE(b->dev.register_mr(b->pd, area.data(), area.size(), kAccessLocalWrite | kAccessRemoteRead, &k));
+  const uint64_t tx0 = b->qp->counters().tx_packets;
+  wire::RocePacket rd = request(wire::kRcReadRequest, b->qp->qpn(), opts.psn_a);
+  rd.reth = {reinterpret_cast<uint64_t>(area.data()), k.rkey, kPackets * mtu};
+  inject(rd, {}, nullptr, /*settle=*/false);
+  b->dev.poll();
+  const uint64_t answered = b->qp->counters().tx_packets - tx0;
+  ASSERT_GT(answered, 0u);
+  ASSERT_LT(answered, kPackets);
+  ASSERT_TRUE(b->dev.deregister_mr(k.lkey));
+  run_until([] { return false; }, 20);
+  EXPECT_LE(b->qp->counters().tx_packets - tx0, answered + 1) << "responses left after the region was deregistered";
+  EXPECT_EQ(b->qp->counters().naks_sent[2], 1u);
+  EXPECT_EQ(b->qp->state(), QpState::kError);
+  check_good_pair_works(2);
+}
+
 // Duplicates of a zero-length READ (no key is checked) keep a reply going and everything
 // behind it is held with its mbuf: before, the port's pool drained and every QP stopped. Now
 // at most kMaxHeldPerQp are held, the rest dropped (a loss to the requester), the untouched
