@@ -96,6 +96,10 @@ struct alignas(64) Region {
   uint32_t pd = 0;         ///< protection domain
   uint32_t access = 0;     ///< Access bits
   uint8_t next_byte = 0;   ///< key byte of the slot's next registration (application thread)
+  /// Which registration this is (the table's count of them): a key byte comes round again
+  /// after two registrations of a slot, so a key alone does not tell one from another
+  /// (remote_access_stands).
+  uint64_t serial = 0;
   TxPins pins;             ///< zero-copy frames carrying the region's bytes
 };
 
@@ -191,6 +195,7 @@ struct MemoryTable::Impl {
   std::mutex control;  ///< application threads: the free lists and region slot writes
   FreeList free_mrs;   ///< under `control`
   FreeList free_mws;   ///< under `control`
+  uint64_t registrations = 0;  ///< regions registered so far (under `control`): Region::serial
   GracePeriod grace;
   std::atomic<uint64_t> pinned_at_deregister{0};
 
@@ -286,6 +291,7 @@ bool MemoryTable::register_mr(uint32_t pd, const void* addr, uint64_t len, uint3
   r.pd = pd;
   r.access = access;
   r.next_byte = random_key_byte(r.next_byte, r.next_byte);
+  r.serial = ++impl_->registrations;
   *key = make_key(slot + 1, r.next_byte);
   r.word.store(uint64_t(*key) << kRegionKeyShift, std::memory_order_release);
   return true;
@@ -412,7 +418,10 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
     if (r->pd != pd) return KeyCheck::kBadPd;
     if ((r->access & access) != access) return KeyCheck::kNoAccess;
     if (!range_inside(r->addr, r->len, va, len)) return KeyCheck::kOutOfRange;
-    if (out != nullptr) out->host = reinterpret_cast<uint8_t*>(va);
+    if (out != nullptr) {
+      out->host = reinterpret_cast<uint8_t*>(va);
+      out->standing = r->serial;
+    }
     return KeyCheck::kOk;
   }
   const Window* w = impl_->window_slot(rkey);
@@ -434,7 +443,10 @@ KeyCheck MemoryTable::check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, u
 }
 
 bool MemoryTable::remote_access_stands(uint32_t rkey, uint64_t standing) const {
-  if (!is_mw_key(rkey)) return impl_->region(rkey) != nullptr;
+  if (!is_mw_key(rkey)) {
+    const Region* r = impl_->region(rkey);
+    return r != nullptr && r->serial == standing;  // stable while the key is published, as the rest
+  }
   const Window* w = impl_->window_slot(rkey);
   return w != nullptr && w->word.load(std::memory_order_acquire) == standing;
 }

@@ -78,7 +78,7 @@ struct Resolved {
   /// hands them out: a READ response is copied, so that it holds the bytes as the READ found them.
   TxPins* pins = nullptr;
   /// check_remote: what its verdict rests on, for the packets that go on with the access
-  /// (remote_access_stands): a window's state word as checked; 0 for a region.
+  /// (remote_access_stands): a window's state word as checked, a region's registration.
   uint64_t standing = 0;
 };
 
@@ -126,11 +126,13 @@ class MemoryTable {
   KeyCheck check_remote(uint32_t pd, uint32_t qp_id, uint32_t rkey, uint64_t va, uint64_t len,
                         uint32_t access, Resolved* out) const;
   /// Whether an access check_remote passed (as `standing`, from its Resolved) still holds for
-  /// bytes inside the range it checked: the region still registered under `rkey` (its fields
-  /// do not change while its key is published), or the window's state word unchanged (its
-  /// generation moves on every transition, so the same binding). What a WRITE's MIDDLE and
-  /// LAST and a READ's later responses ask instead of the whole check: the owner may have
-  /// invalidated the window or deregistered the region since the first packet.
+  /// bytes inside the range it checked: the same registration of the region still under
+  /// `rkey` (its fields do not change while its key is published; a key byte comes round
+  /// again after two registrations of a slot, so the registration is compared, not the key),
+  /// or the window's state word unchanged (its generation moves on every transition, so the
+  /// same binding). What a WRITE's MIDDLE and LAST and a READ's later responses ask instead of
+  /// the whole check: the owner may have invalidated the window or deregistered the region
+  /// since the first packet.
   bool remote_access_stands(uint32_t rkey, uint64_t standing) const;
   /// Moves on as each deregistration starts (after the key is cleared, before the grace
   /// period). A check_local that passed after the epoch was read still holds while the same

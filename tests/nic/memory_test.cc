@@ -164,6 +164,35 @@ TEST(MemoryKeys, ReRegisteringASlotChangesTheKeyByte) {
   EXPECT_FALSE(table.deregister_mr(first));
 }
 
+// A WRITE's later packets and a READ's responses ask whether the check made at the first still
+// stands. It does while the region stays registered; not once it is deregistered, and not for
+// a later registration of its slot that came round to the same key (one slot: the key byte
+// differs from the last one, but may repeat the one before).
+TEST(MemoryKeys, AnAccessStandsForItsOwnRegistrationOnly) {
+  MemoryTable table;
+  ASSERT_TRUE(table.init(1, 1, nullptr));
+  std::vector<uint8_t> buf(64);
+  constexpr uint32_t kRw = kAccessLocalWrite | kAccessRemoteWrite;
+  uint32_t key, again = 0;
+  ASSERT_TRUE(table.register_mr(kPd, buf.data(), buf.size(), kRw, &key));
+  Resolved r;
+  ASSERT_EQ(KeyCheck::kOk, table.check_remote(kPd, kQpn, key, va(buf.data()), buf.size(), kAccessRemoteWrite, &r));
+  EXPECT_TRUE(table.remote_access_stands(key, r.standing));
+  ASSERT_TRUE(table.deregister_mr(key));
+  EXPECT_FALSE(table.remote_access_stands(key, r.standing));
+  for (int i = 0; i < 100000 && again != key; i++) {
+    if (again != 0) {
+      ASSERT_TRUE(table.deregister_mr(again));
+    }
+    ASSERT_TRUE(table.register_mr(kPd, buf.data(), buf.size(), kRw, &again));
+  }
+  ASSERT_EQ(again, key) << "the slot's key never came round again";
+  EXPECT_FALSE(table.remote_access_stands(key, r.standing)) << "a later registration under the same key";
+  Resolved now;
+  ASSERT_EQ(KeyCheck::kOk, table.check_remote(kPd, kQpn, key, va(buf.data()), buf.size(), kAccessRemoteWrite, &now));
+  EXPECT_TRUE(table.remote_access_stands(key, now.standing));
+}
+
 // Pairs of bytes to avoid, and every random step: the byte differs from both, and each
 // byte allowed comes from as many steps as any other (a fair choice for a uniform random).
 TEST(MemoryKeys, KeyByteAvoidingNeverPicksEitherByteAndPicksTheRestEvenly) {
@@ -319,6 +348,29 @@ TEST_F(MemoryTest, WindowRemoteAccess) {
   EXPECT_EQ(KeyCheck::kBadPd, remote(w, a + 256, 8, kAccessRemoteRead, kQpn, kOtherPd));
   // A different key byte on the same window index is stale.
   EXPECT_EQ(KeyCheck::kBadKey, remote(w ^ 0x1, a + 256, 8, kAccessRemoteRead));
+}
+
+// The same for a window: its access stands while the binding does, not after an invalidation,
+// nor for a later binding, even under the same key.
+TEST_F(MemoryTest, AWindowAccessStandsForItsOwnBindingOnly) {
+  const uint64_t a = va(buf.data());
+  const uint32_t mr = reg(kAccessLocalWrite | kAccessMwBind);
+  uint32_t mw = 0;
+  const uint32_t w = bound_window(mr, 0, 64, kAccessRemoteWrite, &mw);
+  Resolved r;
+  ASSERT_EQ(KeyCheck::kOk, table.check_remote(kPd, kQpn, w, a, 64, kAccessRemoteWrite, &r));
+  EXPECT_TRUE(table.remote_access_stands(w, r.standing));
+  uint64_t ctx = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, w, &ctx));
+  EXPECT_FALSE(table.remote_access_stands(w, r.standing));
+  uint32_t key = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, w, mr, a, 64, kAccessRemoteWrite, uint8_t(key_byte(w) + 1), &key));
+  ASSERT_EQ(KeyCheck::kOk, table.invalidate_mw(kPd, kQpn, key, &ctx));
+  uint32_t back = 0;
+  ASSERT_EQ(KeyCheck::kOk, table.bind_mw(kPd, kQpn, key, mr, a, 64, kAccessRemoteWrite, key_byte(w), &back));
+  ASSERT_EQ(back, w);  // the first binding's key again
+  EXPECT_FALSE(table.remote_access_stands(w, r.standing)) << "a later binding under the same key";
+  EXPECT_EQ(KeyCheck::kOk, remote(w, a, 64, kAccessRemoteWrite));
 }
 
 TEST_F(MemoryTest, WindowAtomics) {
