@@ -26,6 +26,28 @@ class ResponderHostile : public Hostile {
     p.bth.ack_req = opcode == wire::kRcWriteLast;
     return p;
   }
+  /// A READ of [va, va + 2 * kSendBudget MTUs) through `rkey`, accepted and partly answered in
+  /// one poll of B, then `revoke` (the window invalidated, the region deregistered): the READ was
+  /// checked whole when it was accepted, and each response asks whether that check still stands.
+  /// Those still to go are refused (a remote access NAK, B's QP to ERROR), none of them sent.
+  void read_revoked_midway(uint64_t va, uint32_t rkey, const std::function<void()>& revoke) {
+    const uint32_t packets = 2 * kSendBudget;
+    Qp* qp = b->qp;
+    const uint64_t tx0 = qp->counters().tx_packets;
+    wire::RocePacket rd = request(wire::kRcReadRequest, qp->qpn(), opts.psn_a);
+    rd.reth = {va, rkey, packets * opts.mtu};
+    inject(rd, {}, nullptr, /*settle=*/false);
+    b->dev.poll();  // accepts the READ and sends at most kSendBudget of its responses
+    const uint64_t answered = qp->counters().tx_packets - tx0;
+    ASSERT_GT(answered, 0u);
+    ASSERT_LT(answered, packets);
+    revoke();
+    if (HasFatalFailure()) return;
+    run_until([] { return false; }, 20);
+    EXPECT_LE(qp->counters().tx_packets - tx0, answered + 1) << "responses left after the access was revoked";
+    EXPECT_EQ(qp->counters().naks_sent[2], 1u);  // remote access error
+    EXPECT_EQ(qp->state(), QpState::kError);
+  }
   bool unchanged(const std::vector<uint8_t>& before, uint64_t from, uint64_t to) const {
     return std::equal(b->buf.begin() + long(from), b->buf.begin() + long(to), before.begin() + long(from));
   }
@@ -167,55 +189,26 @@ TEST_F(ResponderHostile, WriteMiddleReachesNoRegionDeregisteredAfterTheFirst) {
   check_good_pair_works(1);
 }
 
-// A window revoked while a READ is being answered: the READ was checked whole when it was
-// accepted, and each response asks whether that check still stands. Those still to go after
-// the invalidation are refused (a remote access NAK, B's QP to ERROR), none of them sent.
 TEST_F(ResponderHostile, ReadResponsesStopWhenTheWindowIsInvalidatedMidway) {
   connect();
   make_good_pair();
-  const uint32_t mtu = opts.mtu;
-  constexpr uint32_t kPackets = 2 * kSendBudget;
   const uint32_t mw = b->dev.alloc_mw(b->pd, 1);
-  const uint32_t wkey = bind_on_b(mw, b_va(kWinOff), kPackets * mtu, kAccessRemoteRead);
+  const uint32_t wkey = bind_on_b(mw, b_va(kWinOff), 2 * kSendBudget * opts.mtu, kAccessRemoteRead);
   ASSERT_NE(wkey, 0u);
-  const uint64_t tx0 = b->qp->counters().tx_packets;
-  wire::RocePacket rd = request(wire::kRcReadRequest, b->qp->qpn(), opts.psn_a);
-  rd.reth = {b_va(kWinOff), wkey, kPackets * mtu};
-  inject(rd, {}, nullptr, /*settle=*/false);
-  b->dev.poll();  // accepts the READ and sends at most kSendBudget of its responses
-  const uint64_t answered = b->qp->counters().tx_packets - tx0;
-  ASSERT_GT(answered, 0u);
-  ASSERT_LT(answered, kPackets);
-  ASSERT_EQ(local_inv_on_b(wkey), WcStatus::kSuccess);
-  run_until([] { return false; }, 20);
-  EXPECT_LE(b->qp->counters().tx_packets - tx0, answered + 1) << "responses left after the window was invalidated";
-  EXPECT_EQ(b->qp->counters().naks_sent[2], 1u);  // remote access error
-  EXPECT_EQ(b->qp->state(), QpState::kError);
+  read_revoked_midway(b_va(kWinOff), wkey, [&] { ASSERT_EQ(local_inv_on_b(wkey), WcStatus::kSuccess); });
+  if (HasFatalFailure()) return;
   check_good_pair_works(1);
 }
 
-// The same with the region deregistered while its READ is being answered.
 TEST_F(ResponderHostile, ReadResponsesStopWhenTheRegionIsDeregisteredMidway) {
   connect();
   make_good_pair();
-  const uint32_t mtu = opts.mtu;
-  constexpr uint32_t kPackets = 2 * kSendBudget;
-  std::vector<uint8_t> area(kPackets * mtu, 0xC1);
+  std::vector<uint8_t> area(2 * kSendBudget * opts.mtu, 0xC1);
   MrKeys k;
   ASSERT_TRUE(b->dev.register_mr(b->pd, area.data(), area.size(), kAccessLocalWrite | kAccessRemoteRead, &k));
-  const uint64_t tx0 = b->qp->counters().tx_packets;
-  wire::RocePacket rd = request(wire::kRcReadRequest, b->qp->qpn(), opts.psn_a);
-  rd.reth = {reinterpret_cast<uint64_t>(area.data()), k.rkey, kPackets * mtu};
-  inject(rd, {}, nullptr, /*settle=*/false);
-  b->dev.poll();
-  const uint64_t answered = b->qp->counters().tx_packets - tx0;
-  ASSERT_GT(answered, 0u);
-  ASSERT_LT(answered, kPackets);
-  ASSERT_TRUE(b->dev.deregister_mr(k.lkey));
-  run_until([] { return false; }, 20);
-  EXPECT_LE(b->qp->counters().tx_packets - tx0, answered + 1) << "responses left after the region was deregistered";
-  EXPECT_EQ(b->qp->counters().naks_sent[2], 1u);
-  EXPECT_EQ(b->qp->state(), QpState::kError);
+  read_revoked_midway(reinterpret_cast<uint64_t>(area.data()), k.rkey,
+                    [&] { ASSERT_TRUE(b->dev.deregister_mr(k.lkey)); });
+  if (HasFatalFailure()) return;
   check_good_pair_works(2);
 }
 
