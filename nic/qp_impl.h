@@ -227,6 +227,7 @@ struct Qp::Impl {
     uint64_t ips = 0;      ///< source and destination IPv4 addresses
     uint32_t remote_qpn = 0;
     bool built = false;
+    bool operator==(const TxFlow&) const = default;
   } tx_flow;
   /// What tx_headers is made of changed: the next packet makes it again.
   void tx_addressing_changed() { tx_flow.built = false; }
